@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Installs the system packages idsbench needs (Debian 12+ or Ubuntu). Idempotent: a no-op when all are present.
+# Suricata on Debian comes from <codename>-backports; the backports entry is derived from the existing
+# Debian apt source (no registry host is written here).
+set -euo pipefail
+
+PKGS=(suricata tcpreplay iproute2 ethtool procps util-linux python3-venv python3-pip
+      wireshark-common tshark chromium)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-system: all system packages present"
+  exit 0
+fi
+echo "install-system: installing ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-system: must run as root to install: ${missing[*]}" >&2
+  exit 1
+fi
+
+. /etc/os-release
+export DEBIAN_FRONTEND=noninteractive
+# tshark asks whether non-root users may capture; answer once, non-interactively.
+echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+
+suricata_target=()
+if [ "${ID}" = "debian" ]; then
+  codename="${VERSION_CODENAME}"
+  bp="/etc/apt/sources.list.d/idsbench-backports.sources"
+  if ! grep -rqs -- "${codename}-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    python3 - "$codename" "$bp" <<'PY'
+import glob, re, sys
+codename, out = sys.argv[1], sys.argv[2]
+# deb822 sources first
+for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
+    for stanza in re.split(r"\n\s*\n", open(path).read()):
+        fields = {}
+        for line in stanza.splitlines():
+            if line.startswith("#") or ":" not in line or line[:1].isspace():
+                continue
+            k, v = line.split(":", 1)
+            fields[k.strip()] = v.strip()
+        if codename in fields.get("Suites", "").split() and "deb" in fields.get("Types", "").split():
+            lines = ["Types: deb", "URIs: " + fields["URIs"], f"Suites: {codename}-backports",
+                     "Components: " + fields.get("Components", "main")]
+            if "Signed-By" in fields:
+                lines.append("Signed-By: " + fields["Signed-By"])
+            open(out, "w").write("\n".join(lines) + "\n")
+            sys.exit(0)
+# one-line format
+for path in ["/etc/apt/sources.list"] + sorted(glob.glob("/etc/apt/sources.list.d/*.list")):
+    try:
+        text = open(path).read()
+    except OSError:
+        continue
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[0] == "deb" and codename in parts:
+            i = parts.index(codename)
+            parts[i] = codename + "-backports"
+            open(out.replace(".sources", ".list"), "w").write(" ".join(parts) + "\n")
+            sys.exit(0)
+sys.exit("install-system: no Debian apt source for %s found to derive backports from; "
+         "add a %s-backports entry by hand" % (codename, codename))
+PY
+  fi
+  suricata_target=(-t "${codename}-backports")
+fi
+
+apt-get update -qq
+# Suricata first (from backports on Debian), then the rest from the main suite.
+if printf '%s\n' "${missing[@]}" | grep -qx suricata; then
+  apt-get install -y -qq --no-install-recommends "${suricata_target[@]}" suricata
+fi
+rest=()
+for p in "${missing[@]}"; do [ "$p" = suricata ] || rest+=("$p"); done
+if [ ${#rest[@]} -gt 0 ]; then
+  apt-get install -y -qq --no-install-recommends "${rest[@]}"
+fi
+# The Debian package may start a suricata service; idsbench runs its own instances.
+if command -v service >/dev/null && [ -e /etc/init.d/suricata ]; then service suricata stop >/dev/null 2>&1 || true; fi
+echo "install-system: done"
