@@ -1,0 +1,1 @@
+"""Command-line interface: one module per subcommand, each thin (parse -> library -> render)."""
