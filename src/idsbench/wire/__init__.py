@@ -1,0 +1,1 @@
+"""The wire between sender and sensor: network namespaces joined by a veth pair (embedded default)."""
