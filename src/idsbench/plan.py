@@ -1,0 +1,97 @@
+"""Expands a spec's matrix into cases × samples with stable, readable ids."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from idsbench.errors import SpecError
+from idsbench.spec import Rate, Spec, parse_size
+
+
+@dataclass(frozen=True)
+class Sample:
+    case_id: str
+    index: int
+
+    @property
+    def sample_id(self) -> str:
+        return f"{self.case_id}/s{self.index}"
+
+
+@dataclass(frozen=True)
+class Case:
+    trace: str
+    replayers: int
+    rate: Rate
+    loops: int
+    setup: str
+    cpus: float | None
+    memory: str | None
+    samples: tuple[Sample, ...] = field(default=(), compare=False)
+
+    @property
+    def memory_bytes(self) -> int | None:
+        return None if self.memory is None else parse_size(self.memory)
+
+    def params(self) -> dict:
+        """The case's parameters as plain JSON values (what summary.json records as `case`)."""
+        return {
+            "trace": self.trace,
+            "replayers": self.replayers,
+            "rate": self.rate.label,
+            "loops": self.loops,
+            "setup": self.setup,
+            "cpus": self.cpus,
+            "memory": self.memory,
+        }
+
+    @property
+    def case_id(self) -> str:
+        digest = hashlib.sha256(json.dumps(self.params(), sort_keys=True).encode()).hexdigest()[:6]
+        parts = [_slug(trace_label(self.trace)), self.setup, f"r{self.replayers}", _slug(self.rate.label)]
+        if self.cpus is not None:
+            parts.append(f"c{self.cpus:g}")
+        if self.memory is not None:
+            parts.append(f"m{_slug(self.memory)}")
+        return "-".join(parts) + f"-{digest}"
+
+
+def trace_label(ref: str) -> str:
+    """Short name of a trace reference: 'builtin:mixed' -> 'mixed', '/x/y.pcap' -> 'y'."""
+    if ref.startswith("builtin:"):
+        return ref.split(":", 1)[1]
+    return Path(ref).stem
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.]+", "_", text).strip("_")[:40] or "x"
+
+
+def plan(spec: Spec) -> list[Case]:
+    """Cartesian product of the spec's axes, in a stable order (setup outermost, load innermost)."""
+    cases = []
+    axes = itertools.product(
+        spec.setup.kinds, spec.setup.cpus, spec.setup.memory, spec.traffic.traces,
+        spec.traffic.rate, spec.traffic.replayers,
+    )
+    for setup, cpus, memory, trace, rate, replayers in axes:
+        case = Case(trace=trace, replayers=replayers, rate=rate, loops=spec.traffic.loops,
+                    setup=setup, cpus=cpus, memory=memory)
+        samples = tuple(Sample(case.case_id, k) for k in range(spec.samples))
+        cases.append(Case(**{**_fields(case), "samples": samples}))
+    ids = [c.case_id for c in cases]
+    if len(set(ids)) != len(ids):  # only when the spec repeats a value within an axis
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        raise SpecError(f"the spec lists the same case twice ({', '.join(dup)}).",
+                        fix="remove the repeated value from its axis.")
+    return cases
+
+
+def _fields(case: Case) -> dict:
+    return {f: getattr(case, f) for f in ("trace", "replayers", "rate", "loops", "setup", "cpus", "memory")}
+

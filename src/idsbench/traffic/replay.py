@@ -1,0 +1,103 @@
+"""tcpreplay driver: argv for a requested rate, and tcpreplay's own final figures parsed.
+
+N replayers ("NX load") are N tcpreplay processes started together by the runner through the
+supervisor; this module knows only about one tcpreplay at a time.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from idsbench.spec import Rate
+
+PRELOAD_LIMIT_BYTES = 1 << 30  # preload captures up to 1 GiB into RAM (no disk reads while sending)
+SHORTFALL_TOLERANCE = 0.05  # a sender more than 5% below the requested rate is flagged
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    index: int
+    pkts_sent: int
+    bytes_sent: int
+    failed: int
+    truncated: int
+    elapsed_s: float
+    pps: float
+    mbps: float
+    requested_pps: float | None
+    exit_code: int | None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @property
+    def shortfall(self) -> float | None:
+        """Fraction below the requested rate (0.1 = 10% slower), None when nothing was requested."""
+        if not self.requested_pps or self.pps <= 0:
+            return None
+        return max(0.0, 1.0 - self.pps / self.requested_pps)
+
+
+def tcpreplay_argv(interface: str, pcap: Path, rate: Rate, loops: int, pcap_bytes: int) -> list[str]:
+    argv = ["tcpreplay", "-i", interface, f"--loop={loops}", "--no-flow-stats"]
+    if loops > 1 or pcap_bytes <= PRELOAD_LIMIT_BYTES:
+        argv.append("--preload-pcap")
+    if rate.kind == "topspeed":
+        argv.append("--topspeed")
+    elif rate.kind == "multiplier":
+        argv.append(f"--multiplier={rate.value:g}")
+    elif rate.kind == "mbps":
+        argv.append(f"--mbps={rate.value:g}")
+    elif rate.kind == "pps":
+        argv.append(f"--pps={rate.value:g}")
+    argv.append(str(pcap))
+    return argv
+
+
+def requested_pps(rate: Rate, trace_packets: int, trace_duration_s: float, trace_bytes: int) -> float | None:
+    """Packets per second one replayer is asked to send; None for topspeed."""
+    recorded = trace_packets / trace_duration_s if trace_duration_s > 0 else None
+    if rate.kind == "pps":
+        return float(rate.value)
+    if rate.kind == "recorded":
+        return recorded
+    if rate.kind == "multiplier":
+        return recorded * rate.value if recorded else None
+    if rate.kind == "mbps" and trace_packets:
+        avg_frame = trace_bytes / trace_packets
+        return rate.value * 1e6 / 8 / avg_frame
+    return None
+
+
+_ACTUAL = re.compile(r"Actual:\s+(\d+)\s+packets\s+\((\d+)\s+bytes\)\s+sent in\s+([\d.]+)\s+seconds")
+_RATED = re.compile(r"Rated:\s+([\d.]+)\s+Bps,\s+([\d.]+)\s+Mbps,\s+([\d.]+)\s+pps")
+_FAILED = re.compile(r"Failed packets:\s+(\d+)")
+_TRUNCATED = re.compile(r"Truncated packets:\s+(\d+)")
+
+
+def parse_output(text: str, *, index: int, requested: float | None, exit_code: int | None) -> ReplayResult:
+    """Parse tcpreplay's final report. Missing figures (a replayer that died) count as 0."""
+    actual = _ACTUAL.search(text)
+    rated = _RATED.search(text)
+    failed = _FAILED.search(text)
+    truncated = _TRUNCATED.search(text)
+    return ReplayResult(
+        index=index,
+        pkts_sent=int(actual.group(1)) if actual else 0,
+        bytes_sent=int(actual.group(2)) if actual else 0,
+        elapsed_s=float(actual.group(3)) if actual else 0.0,
+        mbps=float(rated.group(2)) if rated else 0.0,
+        pps=float(rated.group(3)) if rated else 0.0,
+        failed=int(failed.group(1)) if failed else 0,
+        truncated=int(truncated.group(1)) if truncated else 0,
+        requested_pps=requested,
+        exit_code=exit_code,
+    )
+
+
+def fatal_message(text: str) -> str | None:
+    """tcpreplay's 'Fatal Error' explanation, if it printed one."""
+    match = re.search(r"Fatal Error[^\n]*\n(.*)", text)
+    return match.group(1).strip() if match else None
