@@ -1,0 +1,405 @@
+"""Resource-limited cgroups for the sensor, on cgroup v1 (incl. hybrid) and v2.
+
+Every idsbench cgroup lives under an `idsbench` parent group: `<root>/idsbench/<name>` on v2,
+`<root>/<controller>/idsbench/<name>` on v1 (one directory per hierarchy). `root` is the cgroup
+filesystem root, `/sys/fs/cgroup` unless given (tests point it at a fake tree).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from idsbench.errors import EnvironmentMissing, IdsbenchError, SpecError
+
+DEFAULT_ROOT = Path("/sys/fs/cgroup")
+PARENT = "idsbench"
+CFS_PERIOD_US = 100_000
+MIN_QUOTA_US = 1_000  # the kernel rejects smaller CFS quotas
+MIN_MEMORY_BYTES = 4 * 1024 * 1024
+REMOVE_RETRY_S = 3.0
+
+_V2_FIX = (
+    "enable it in the parent's cgroup.subtree_control (as root: "
+    "`echo +{c} > {parent}/cgroup.subtree_control`; the parent must hold no processes itself), "
+    "or on a systemd host run idsbench from a unit with Delegate=yes."
+)
+_V1_FIX = (
+    "mount the v1 hierarchy (`mkdir -p {path} && mount -t cgroup -o {c} cgroup {path}`) "
+    "or boot with cgroup v2 (systemd.unified_cgroup_hierarchy=1)."
+)
+
+
+def detect_version(root: Path | None = None) -> int:
+    """2 for a pure cgroup v2 mount at `root`, 1 for v1 or hybrid (controllers on v1 hierarchies)."""
+    root = root or DEFAULT_ROOT
+    if (root / "cgroup.controllers").is_file():
+        return 2
+    if any((root / c / "cgroup.procs").is_file() for c in ("cpu", "cpuacct", "memory", "cpuset")):
+        return 1
+    raise EnvironmentMissing(
+        f"No cgroup filesystem found at {root} (neither a cgroup2 mount nor v1 hierarchies).",
+        fix="mount cgroup2 there (`mount -t cgroup2 none /sys/fs/cgroup`) or run on a host with cgroups.",
+    )
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """'0-2,5' -> [0, 1, 2, 5] (the kernel's cpulist format)."""
+    cpus: list[int] = []
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        cpus.extend(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def _read(path: Path) -> str:
+    return path.read_text()
+
+
+def _write(path: Path, value: str) -> None:
+    with open(path, "w") as f:  # one write() per value, as cgroupfs expects
+        f.write(value)
+
+
+def _kv(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        key, _, val = line.partition(" ")
+        if val.strip().lstrip("-").isdigit():
+            out[key] = int(val)
+    return out
+
+
+class _Files:
+    """Reused read-only descriptors (pread at offset 0 re-reads a cgroupfs/procfs file)."""
+
+    def __init__(self) -> None:
+        self._fds: dict[Path, int] = {}
+
+    def read(self, path: Path) -> str:
+        fd = self._fds.get(path)
+        if fd is None:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            self._fds[path] = fd
+        return os.pread(fd, 65536, 0).decode()
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+
+class Cgroup:
+    """One idsbench cgroup; `dirs` maps controller -> directory (a single directory on v2)."""
+
+    def __init__(self, name: str, version: int, dirs: dict[str, Path], warnings: list[str]):
+        self.name = name
+        self.version = version
+        self.dirs = dirs
+        self.warnings = warnings
+        self._files = _Files()
+        self._peak_seen = 0
+
+    @property
+    def paths(self) -> list[Path]:
+        """Every directory of this group, once each (for the teardown state file)."""
+        return list(dict.fromkeys(self.dirs.values()))
+
+    @property
+    def procs_files(self) -> list[Path]:
+        """cgroup.procs of every hierarchy; a child writes its own pid into each before exec."""
+        return [p / "cgroup.procs" for p in self.paths]
+
+    def pids(self) -> list[int]:
+        return sorted({pid for d in self.paths for pid in _procs(d)})
+
+    def cpu_usage_ns(self) -> int:
+        """CPU time consumed by the group's tasks since creation."""
+        if self.version == 2:
+            stat = _kv(self._files.read(self.dirs["cpu"] / "cpu.stat"))
+            return stat.get("usage_usec", 0) * 1000
+        return int(self._files.read(self.dirs["cpuacct"] / "cpuacct.usage"))
+
+    def memory_bytes(self) -> int:
+        name = "memory.current" if self.version == 2 else "memory.usage_in_bytes"
+        value = int(self._files.read(self.dirs["memory"] / name))
+        self._peak_seen = max(self._peak_seen, value)
+        return value
+
+    def memory_peak_bytes(self) -> int:
+        """Kernel-tracked peak (v1 max_usage_in_bytes, v2 memory.peak); else the max seen here."""
+        name = "memory.peak" if self.version == 2 else "memory.max_usage_in_bytes"
+        try:
+            return int(self._files.read(self.dirs["memory"] / name))
+        except FileNotFoundError:  # v2 before Linux 5.19
+            return max(self._peak_seen, self.memory_bytes())
+
+    def oom_kills(self) -> int:
+        """Tasks the OOM killer killed in this group (0 when the kernel does not report it)."""
+        d = self.dirs["memory"]
+        if self.version == 2:
+            return _kv(self._files.read(d / "memory.events")).get("oom_kill", 0)
+        return _kv(self._files.read(d / "memory.oom_control")).get("oom_kill", 0)
+
+    def memory_failcnt(self) -> int:
+        """How often usage hit the limit (v1 memory.failcnt, v2 memory.events `max`)."""
+        d = self.dirs["memory"]
+        if self.version == 2:
+            return _kv(self._files.read(d / "memory.events")).get("max", 0)
+        return int(self._files.read(d / "memory.failcnt"))
+
+    def kill_all(self) -> None:
+        """SIGKILL every task left in the group (v2 cgroup.kill when the kernel has it)."""
+        _kill_dirs(self.paths)
+
+    def remove(self) -> None:
+        """Kill what is left, rmdir every hierarchy directory (already gone is fine)."""
+        self._files.close()
+        remove_paths(self.paths)
+
+    def __repr__(self) -> str:
+        return f"Cgroup({self.name!r}, v{self.version}, {[str(p) for p in self.paths]})"
+
+
+def _procs(d: Path) -> list[int]:
+    try:
+        return [int(x) for x in _read(d / "cgroup.procs").split()]
+    except FileNotFoundError:
+        return []
+
+
+def _kill_dirs(dirs: Iterable[Path]) -> None:
+    for d in dirs:
+        kill_file = d / "cgroup.kill"
+        if kill_file.exists():
+            try:
+                _write(kill_file, "1")
+                continue
+            except OSError:
+                pass
+        for _ in range(3):  # a task may fork while we kill; repeat a few rounds
+            pids = _procs(d)
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+def remove_paths(paths: Iterable[Path | str], *, kill: bool = True, retry_s: float = REMOVE_RETRY_S) -> None:
+    """Remove cgroup directories (e.g. from a stale state file): kill tasks, rmdir with retry.
+
+    Then removes the `idsbench` parent directories if they became empty.
+    """
+    dirs = [Path(p) for p in paths]
+    if kill:
+        _kill_dirs(d for d in dirs if d.exists())
+    busy: list[Path] = []
+    for d in dirs:
+        deadline = time.monotonic() + retry_s
+        while True:
+            try:
+                os.rmdir(d)
+                break
+            except FileNotFoundError:
+                break
+            except OSError as e:  # EBUSY while killed tasks are still exiting
+                if e.errno not in (errno.EBUSY, errno.ENOTEMPTY) or time.monotonic() > deadline:
+                    busy.append(d)
+                    break
+                time.sleep(0.02)
+    for parent in dict.fromkeys(d.parent for d in dirs):
+        if parent.name == PARENT:
+            try:
+                os.rmdir(parent)
+            except OSError:
+                pass  # another run still uses it, or already gone
+    if busy:
+        raise IdsbenchError(
+            f"Could not remove cgroup(s) {', '.join(map(str, busy))}: tasks still inside "
+            f"({', '.join(str(p) for d in busy for p in _procs(d)) or 'none listed'}).",
+            fix="stop those processes, then run `idsbench cleanup`.",
+        )
+
+
+def _validate(name: str, cpus: float | None, memory_bytes: int | None, cpuset: list[int] | None,
+              swappiness: int | None) -> None:
+    if not name or "/" in name or name in (".", "..") or name.startswith("cgroup."):
+        raise SpecError(f"Invalid cgroup name {name!r}.", fix="use a plain name such as 'sensor-s0'.")
+    if cpus is not None and (cpus <= 0 or cpus * CFS_PERIOD_US < MIN_QUOTA_US):
+        raise SpecError(f"cpus = {cpus} is not a usable CPU limit.",
+                        fix=f"give a number of CPUs >= {MIN_QUOTA_US / CFS_PERIOD_US}, e.g. 0.5 or 2.")
+    if memory_bytes is not None and memory_bytes < MIN_MEMORY_BYTES:
+        raise SpecError(f"memory = {memory_bytes} bytes is too small for a sensor.",
+                        fix=f"give at least {MIN_MEMORY_BYTES // 2**20} MiB, e.g. '512m' or '2g'.")
+    if cpuset is not None and (not cpuset or any(c < 0 for c in cpuset)):
+        raise SpecError(f"cpuset = {cpuset} is not a list of CPU numbers.", fix="give e.g. [0, 1].")
+    if swappiness is not None and not 0 <= swappiness <= 200:
+        raise SpecError(f"swappiness = {swappiness} is out of range.", fix="give 0..200 (0 = avoid swap).")
+
+
+def _check_cpuset(cpuset: list[int], available_text: str, source: Path) -> None:
+    available = set(parse_cpu_list(available_text))
+    bad = sorted(set(cpuset) - available)
+    if bad:
+        raise SpecError(f"cpuset {cpuset} names CPU(s) {bad} that are not available ({source} allows "
+                        f"{available_text.strip() or 'none'}).", fix="pick CPUs from that list.")
+
+
+def _mkdir_group(parent: Path, name: str) -> Path:
+    """mkdir <parent>/idsbench (shared, may exist) and <parent>/idsbench/<name> (must not exist)."""
+    group = parent / PARENT / name
+    for _ in range(5):  # a concurrent remove may rmdir the shared parent between our two mkdirs
+        os.makedirs(group.parent, exist_ok=True)
+        try:
+            os.mkdir(group)
+            return group
+        except FileNotFoundError:
+            continue
+        except FileExistsError as e:
+            raise EnvironmentMissing(f"cgroup {group} already exists (left by an earlier run?).",
+                                     fix="run `idsbench cleanup`, or choose another name.") from e
+    raise EnvironmentMissing(f"Could not create cgroup {group}.", fix="retry; check that nothing removes it.")
+
+
+def create(name: str, *, cpus: float | None = None, memory_bytes: int | None = None,
+           cpuset: list[int] | None = None, swappiness: int | None = None,
+           root: Path | None = None) -> Cgroup:
+    """Create `idsbench/<name>` with the given limits; raises SpecError / EnvironmentMissing."""
+    _validate(name, cpus, memory_bytes, cpuset, swappiness)
+    root = Path(root) if root else DEFAULT_ROOT
+    version = detect_version(root)
+    build = _create_v2 if version == 2 else _create_v1
+    try:
+        return build(name, root, cpus, memory_bytes, cpuset, swappiness)
+    except PermissionError as e:
+        raise EnvironmentMissing(f"Not allowed to create cgroups under {root}: {e}.",
+                                 fix="run idsbench as root (or with delegated cgroup rights).") from e
+    except OSError as e:
+        raise EnvironmentMissing(f"Could not set up cgroup {name!r} under {root}: {e}.",
+                                 fix="check the kernel log and the cgroup mount; run `idsbench cleanup`.") from e
+
+
+def _undo_on_error(created: list[Path]) -> None:
+    try:
+        remove_paths(created, retry_s=0.5)
+    except IdsbenchError:
+        pass
+
+
+def _create_v1(name: str, root: Path, cpus: float | None, memory_bytes: int | None,
+               cpuset: list[int] | None, swappiness: int | None) -> Cgroup:
+    needed = ["cpuacct", "memory"] + (["cpu"] if cpus is not None else []) + (["cpuset"] if cpuset else [])
+    hierarchies: dict[str, Path] = {}
+    for c in needed:
+        h = root / c
+        if not (h / "cgroup.procs").is_file():
+            raise EnvironmentMissing(f"The cgroup v1 '{c}' controller is not mounted at {h}.",
+                                     fix=_V1_FIX.format(c=c, path=h))
+        hierarchies[c] = h.resolve()  # cpu and cpuacct are often one hierarchy (symlinks)
+    if cpuset:
+        _check_cpuset(cpuset, _read(hierarchies["cpuset"] / "cpuset.effective_cpus"),
+                      hierarchies["cpuset"] / "cpuset.effective_cpus")
+    dirs: dict[str, Path] = {}
+    created: list[Path] = []
+    warnings: list[str] = []
+    try:
+        by_hierarchy: dict[Path, Path] = {}
+        for c, h in hierarchies.items():
+            if h not in by_hierarchy:
+                if c == "cpuset":  # v1 cpuset groups start empty: give the parent the root's sets
+                    _init_cpuset_parent(h)
+                by_hierarchy[h] = _mkdir_group(h, name)
+                created.append(by_hierarchy[h])
+            dirs[c] = by_hierarchy[h]
+        if cpus is not None:
+            _write(dirs["cpu"] / "cpu.cfs_period_us", str(CFS_PERIOD_US))
+            _write(dirs["cpu"] / "cpu.cfs_quota_us", str(int(cpus * CFS_PERIOD_US)))
+        mem = dirs["memory"]
+        if memory_bytes is not None:
+            _write(mem / "memory.limit_in_bytes", str(memory_bytes))
+            if (mem / "memory.memsw.limit_in_bytes").exists():
+                _write(mem / "memory.memsw.limit_in_bytes", str(memory_bytes))  # memory+swap = memory
+            elif swappiness is None:
+                swappiness = 0
+                warnings.append("swap accounting is off (no memory.memsw.*): swap avoided with "
+                                "memory.swappiness=0 only")
+        if swappiness is not None:
+            _write(mem / "memory.swappiness", str(swappiness))
+        if cpuset:
+            cs = dirs["cpuset"]
+            _write(cs / "cpuset.cpus", ",".join(map(str, sorted(set(cpuset)))))
+            _write(cs / "cpuset.mems", _read(cs.parent / "cpuset.mems").strip())
+    except BaseException:
+        _undo_on_error(created)
+        raise
+    return Cgroup(name, 1, dirs, warnings)
+
+
+def _init_cpuset_parent(hierarchy: Path) -> None:
+    parent = hierarchy / PARENT
+    os.makedirs(parent, exist_ok=True)
+    for f in ("cpuset.cpus", "cpuset.mems"):
+        if not _read(parent / f).strip():
+            _write(parent / f, _read(hierarchy / f).strip())
+
+
+def _enable_v2(group: Path, controllers: list[str]) -> None:
+    """Make `controllers` available to the children of `group` (its cgroup.subtree_control)."""
+    available = _read(group / "cgroup.controllers").split()
+    enabled = _read(group / "cgroup.subtree_control").split()
+    for c in controllers:
+        if c in enabled:
+            continue
+        if c not in available:
+            raise EnvironmentMissing(
+                f"The cgroup v2 '{c}' controller is not available in {group} "
+                f"(cgroup.controllers lists: {' '.join(available) or 'nothing'}).",
+                fix=_V2_FIX.format(c=c, parent=group.parent)
+                + " If it is bound to a v1 hierarchy, unmount that or boot with cgroup_no_v1=all.")
+        try:
+            _write(group / "cgroup.subtree_control", f"+{c}")
+        except OSError as e:
+            raise EnvironmentMissing(f"Could not enable the cgroup v2 '{c}' controller in {group}: "
+                                     f"{e.strerror or e}.", fix=_V2_FIX.format(c=c, parent=group)) from e
+
+
+def _create_v2(name: str, root: Path, cpus: float | None, memory_bytes: int | None,
+               cpuset: list[int] | None, swappiness: int | None) -> Cgroup:
+    needed = ["memory"] + (["cpu"] if cpus is not None else []) + (["cpuset"] if cpuset else [])
+    _enable_v2(root, needed)
+    if cpuset:
+        eff = root / "cpuset.cpus.effective"
+        _check_cpuset(cpuset, _read(eff) if eff.exists() else ",".join(map(str, range(os.cpu_count() or 1))),
+                      eff)
+    os.makedirs(root / PARENT, exist_ok=True)
+    _enable_v2(root / PARENT, needed)
+    d = _mkdir_group(root, name)
+    warnings: list[str] = []
+    try:
+        if cpus is not None:
+            _write(d / "cpu.max", f"{int(cpus * CFS_PERIOD_US)} {CFS_PERIOD_US}")
+        if memory_bytes is not None:
+            _write(d / "memory.max", str(memory_bytes))
+            if (d / "memory.swap.max").exists():
+                _write(d / "memory.swap.max", "0")
+            else:
+                warnings.append("swap accounting is off (no memory.swap.max): the group may swap")
+        if swappiness is not None and swappiness != 0:
+            warnings.append(f"swappiness={swappiness} ignored: cgroup v2 has no per-group swappiness")
+        elif swappiness == 0 and (d / "memory.swap.max").exists():
+            _write(d / "memory.swap.max", "0")
+        if cpuset:
+            _write(d / "cpuset.cpus", ",".join(map(str, sorted(set(cpuset)))))
+    except BaseException:
+        _undo_on_error([d])
+        raise
+    return Cgroup(name, 2, {"cpu": d, "cpuacct": d, "memory": d, "cpuset": d}, warnings)
