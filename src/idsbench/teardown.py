@@ -218,7 +218,5 @@ def cleanup_stale(state_dir: Path | None = None) -> tuple[list[str], list[str]]:
 
 
 def _describe(res: dict) -> str:
-    for key in ("name", "pid", "path"):
-        if key in res:
-            return str(res[key])
-    return str(res.get("paths", res))
+    parts = [f"{key} {res[key]}" for key in ("name", "pid", "path", "paths") if key in res]
+    return ", ".join(parts) or str(res)

@@ -1,0 +1,53 @@
+"""`idsbench doctor`: what this host can run, what is missing, and how to install it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+
+from idsbench.store.environment import cgroup_version, tcpreplay_version
+
+
+def checks() -> list[tuple[str, bool, str]]:
+    """(what, ok, detail or fix) for every prerequisite of `idsbench run`."""
+    out: list[tuple[str, bool, str]] = []
+    out.append(("root", os.geteuid() == 0, "run as root (namespaces, veth, cgroups need it)"))
+    for prog, pkg in (("ip", "iproute2"), ("ethtool", "ethtool"), ("tcpreplay", "tcpreplay"),
+                      ("sysctl", "procps")):
+        path = shutil.which(prog)
+        out.append((prog, path is not None, path or f"apt-get install {pkg}  (or `make setup`)"))
+    suricata = shutil.which("suricata")
+    if suricata:
+        from idsbench.sensors.suricata import Suricata
+
+        info = Suricata().build_info()
+        af = bool(info.get("af_packet"))
+        out.append(("suricata", af, f"{info.get('version')} af-packet={'yes' if af else 'NO'}"))
+    else:
+        out.append(("suricata", False, "Debian: enable <codename>-backports and "
+                    "`apt-get install -t <codename>-backports suricata`; Ubuntu: `apt-get install "
+                    "suricata` (`make setup` does it)"))
+    out.append(("tcpreplay version", tcpreplay_version() not in ("missing", "unknown"), tcpreplay_version()))
+    cg = cgroup_version()
+    out.append(("cgroups", cg != "none", f"cgroup {cg}" if cg != "none" else "mount cgroup v1 or v2"))
+    out.append(("network namespaces", os.path.isdir("/var/run/netns") or os.geteuid() == 0,
+                "needs `ip netns` support in the kernel"))
+    out.append(("setup baremetal", True, "usable"))
+    for setup in ("container", "container-vtap", "vm"):
+        out.append((f"setup {setup}", False, "not implemented yet in this version"))
+    return out
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("doctor", help="check what this host can run and how to fix what is missing")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    results = checks()
+    width = max(len(name) for name, _, _ in results)
+    for name, ok, detail in results:
+        print(f"{'ok  ' if ok else 'MISS'} {name:<{width}}  {detail}")
+    needed = [n for n, ok, _ in results if not ok and not n.startswith("setup ")]
+    return 1 if needed else 0

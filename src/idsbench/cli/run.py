@@ -1,0 +1,45 @@
+"""`idsbench run SPEC`: run a campaign and write its results (and the report) to a directory."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from idsbench.run.campaign import run_campaign
+from idsbench.spec import load_spec
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "run", help="run a benchmark campaign from a TOML spec",
+        description="Run every case × sample of SPEC on the embedded wire and write the results to DIR.",
+    )
+    p.add_argument("spec", type=Path, help="experiment spec (TOML), e.g. examples/quick.toml")
+    p.add_argument("--out", type=Path, help="campaign directory (default results/<name>-<timestamp>)")
+    p.add_argument("--resume", action="store_true",
+                   help="complete the campaign in --out, skipping samples that already finished")
+    p.add_argument("--no-report", action="store_true", help="do not write report.html at the end")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    spec = load_spec(args.spec)
+    if args.resume and not args.out:
+        print("idsbench: --resume needs --out DIR (the campaign to complete)", file=sys.stderr)
+        return 2
+    out = args.out or Path("results") / f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    result = run_campaign(spec, out, resume=args.resume)
+    print(f"campaign: {out} ({result.ran} samples run, {result.skipped} already complete)")
+    for line in result.failed:
+        print(f"  failed: {line}")
+    for line in result.warnings[:20]:
+        print(f"  warning: {line}")
+    if len(result.warnings) > 20:
+        print(f"  … {len(result.warnings) - 20} more warnings in the sample summaries")
+    if not args.no_report:
+        from idsbench.report import write_report
+
+        print(f"report: {write_report(out)}")
+    return 0 if not result.failed else 1

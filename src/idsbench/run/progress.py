@@ -1,0 +1,71 @@
+"""Campaign progress: a live display on a terminal (case, sample, phase, ETA), one line per sample otherwise."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+
+class Progress:
+    def __init__(self, total_samples: int, stream: TextIO = sys.stderr, live: bool | None = None):
+        self.total = total_samples
+        self.stream = stream
+        self.live = stream.isatty() if live is None else live
+        self.done = 0
+        self.skipped = 0
+        self.started = time.monotonic()
+        self._rich = None
+        self._task = None
+        self._current = ""
+
+    def __enter__(self) -> "Progress":
+        if self.live:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress
+            from rich.progress import TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+            self._rich = RichProgress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                console=Console(file=self.stream), transient=False,
+            )
+            self._rich.__enter__()
+            self._task = self._rich.add_task("starting", total=self.total)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._rich is not None:
+            self._rich.__exit__(*exc)
+
+    def skip(self, sample_id: str) -> None:
+        self.skipped += 1
+        self.done += 1
+        if self._rich is not None:
+            self._rich.update(self._task, advance=1)
+
+    def sample_started(self, sample_id: str) -> None:
+        self._current = sample_id
+        self.phase("start")
+
+    def phase(self, name: str) -> None:
+        if self._rich is not None:
+            self._rich.update(self._task, description=f"{self._current} [{name}]")
+
+    def sample_done(self, sample_id: str, status: str, warnings: list[str]) -> None:
+        self.done += 1
+        line = f"[{self.done}/{self.total}] {sample_id}: {status}"
+        if warnings:
+            line += f" ({len(warnings)} warning{'s' if len(warnings) > 1 else ''}: {warnings[0]})"
+        if self._rich is not None:
+            self._rich.update(self._task, advance=1)
+            self._rich.console.print(line)
+        else:
+            print(line, file=self.stream, flush=True)
+
+    def eta_s(self) -> float | None:
+        ran = self.done - self.skipped
+        if ran <= 0:
+            return None
+        per_sample = (time.monotonic() - self.started) / ran
+        return per_sample * (self.total - self.done)

@@ -1,0 +1,202 @@
+"""One sample: wire up, launch the sensor, monitor, replay, settle, stop, read counters, write summary.
+
+Everything the sample creates lives in one teardown stack, closed on every exit path.
+summary.json is written last and atomically: a sample is complete iff its summary exists.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from idsbench.errors import SensorFailed
+from idsbench.plan import Case
+from idsbench.proc import Supervisor, wait_all
+from idsbench.run.context import CampaignContext
+from idsbench.run.metrics import resources_in_window, stable_after
+from idsbench.sensors.base import Counters, CounterPoint
+from idsbench.setups.baremetal import Baremetal
+from idsbench.store import atomic
+from idsbench.teardown import TeardownStack
+from idsbench.traffic import replay
+from idsbench.wire.netns import NamespaceWire, WireEnds, mtu_for
+
+Phase = Callable[[str], None]
+
+
+@dataclass
+class SampleOutcome:
+    summary: dict
+    warnings: list[str] = field(default_factory=list)
+
+
+def split_cpus(available: list[int], sensor_cpuset: list[int] | None) -> tuple[list[int], list[int] | None]:
+    """(sender CPUs, sensor CPUs): different CPUs where there are enough, else shared (None = all)."""
+    if sensor_cpuset:
+        rest = [c for c in available if c not in sensor_cpuset]
+        return (rest or available), list(sensor_cpuset)
+    if len(available) >= 2:
+        return [available[0]], available[1:]
+    return available, None
+
+
+def run_sample(ctx: CampaignContext, case: Case, index: int, phase: Phase = lambda _p: None) -> SampleOutcome:
+    sample_dir = ctx.layout.fresh_sample_dir(case.case_id, index)
+    trace = ctx.traces[case.trace]
+    warnings: list[str] = []
+    summary: dict = {
+        "schema": 1, "campaign": ctx.spec.name, "case_id": case.case_id, "sample": index,
+        "case": case.params(), "status": "ok", "labels": [], "warnings": warnings,
+        "started_unix": time.time(),
+        "trace": trace.summary(),
+    }
+    with TeardownStack(state_dir=ctx.state_dir) as td:
+        sup = Supervisor(td)
+        phase("wire")
+        wire = NamespaceWire(sup, prefix=ctx.name_prefix, mtu=mtu_for(trace.max_frame)).up()
+        sender_cpus, sensor_cpus = split_cpus(sorted(os.sched_getaffinity(0)), ctx.spec.setup.cpuset)
+        setup = Baremetal(sup, name=f"{td.run_id}-s{index}", cpus=case.cpus,
+                          memory_bytes=case.memory_bytes, cpu_affinity=sensor_cpus)
+        cgroup = setup.prepare()
+        summary["placement"] = {"sender_cpus": sender_cpus, "sensor_cpus": sensor_cpus, "mtu": wire.mtu}
+        run = ctx.sensor.prepare(sample_dir, wire.sensor_if, ctx.rules, ctx.overrides,
+                                 ctx.spec.sensor.stats_interval_s, mtu=wire.mtu)
+        sampler = ctx.make_sampler(sample_dir / "monitor.csv", wire, cgroup)
+        sampler.start()
+        try:
+            phase("sensor start")
+            child = setup.launch(run.argv, netns=wire.sensor_ns, stdout=sample_dir / "stdout.txt")
+            try:
+                summary["sensor_ready_s"] = run.wait_ready(child.poll, ctx.spec.sensor.ready_timeout_s)
+            except SensorFailed as exc:
+                setup.stop(5.0)
+                summary["status"] = "oom" if setup.oom_killed() else "sensor-failed"
+                summary["error"] = str(exc)
+            if summary["status"] == "ok":
+                phase("replay")
+                _replay(ctx, case, wire, sup, sender_cpus, sample_dir, summary, warnings)
+                phase("settle")
+                _settle(ctx.spec.timing.settle_s, child.poll)
+                if child.poll() is not None:
+                    summary["status"] = "oom" if setup.oom_killed() else "sensor-failed"
+                    summary["error"] = f"the sensor exited during the run (status {child.returncode})"
+                phase("sensor stop")
+                rc = setup.stop(ctx.spec.timing.stop_timeout_s)
+                summary["sensor_exit"] = rc
+                if setup.oom_killed():
+                    summary["status"] = "oom"
+        finally:
+            sampler.stop()
+            summary["sensor_oom_kills"] = cgroup.oom_kills()
+            summary["sensor_mem_peak_bytes_cgroup"] = cgroup.memory_peak_bytes()
+    phase("collect")
+    _collect(ctx, case, run, sample_dir, summary, warnings)
+    summary["finished_unix"] = time.time()
+    atomic.write_json(sample_dir / "summary.json", summary)
+    return SampleOutcome(summary, warnings)
+
+
+def _replay(ctx: CampaignContext, case: Case, wire: WireEnds, sup: Supervisor, cpus: list[int],
+            sample_dir: Path, summary: dict, warnings: list[str]) -> None:
+    trace = ctx.traces[case.trace]
+    requested = replay.requested_pps(case.rate, trace.packets, trace.duration_s, trace.bytes)
+    paths = ctx.replay_paths(case)
+    children = []
+    start = time.time()
+    for i, pcap in enumerate(paths):
+        argv = replay.tcpreplay_argv(wire.sender_if, pcap, case.rate, case.loops, trace.bytes)
+        children.append(sup.start(argv, name=f"tcpreplay-{i}", stdout=sample_dir / f"replay-{i}.txt",
+                                  netns=wire.sender_ns, cpus=cpus))
+    finished = wait_all(children, ctx.spec.timing.replay_timeout_s)
+    end = time.time()
+    results = []
+    for i, child in enumerate(children):
+        sup.stop(child, timeout=5.0)
+        text = (sample_dir / f"replay-{i}.txt").read_text(errors="replace")
+        result = replay.parse_output(text, index=i, requested=requested, exit_code=child.returncode)
+        results.append(result)
+        if child.returncode != 0:
+            fatal = replay.fatal_message(text) or f"exit status {child.returncode}"
+            warnings.append(f"replayer {i} failed: {fatal}")
+            summary["status"] = "replay-failed"
+        elif result.shortfall is not None and result.shortfall > replay.SHORTFALL_TOLERANCE:
+            warnings.append(
+                f"replayer {i} sent {result.pps:.0f} pps, {result.shortfall:.0%} below the requested "
+                f"{requested:.0f} pps: the sender could not keep the rate (fewer replayers or a lower "
+                "rate give a cleaner load)"
+            )
+    if not finished:
+        warnings.append(f"the replay did not finish within {ctx.spec.timing.replay_timeout_s:.0f} s")
+        summary["status"] = "replay-failed"
+    summary["replay"] = {
+        "start_unix": start, "end_unix": end,
+        "sent_pkts": sum(r.pkts_sent for r in results),
+        "sent_bytes": sum(r.bytes_sent for r in results),
+        "failed_pkts": sum(r.failed for r in results),
+        "requested_pps_per_replayer": requested,
+        "replayers": [r.to_json() for r in results],
+    }
+
+
+def _settle(seconds: float, poll: Callable[[], int | None]) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and poll() is None:
+        time.sleep(0.05)
+
+
+def _collect(ctx: CampaignContext, case: Case, run, sample_dir: Path, summary: dict,
+             warnings: list[str]) -> None:
+    """Final counters (read after the sensor exited), series, resources, invariants."""
+    series: list[CounterPoint] = []
+    final = Counters()
+    try:
+        series = run.counter_series()
+        final = run.final_counters()
+    except SensorFailed as exc:
+        warnings.append(str(exc))
+    _write_counters_csv(sample_dir / "counters.csv", series)
+    summary["sensor"] = {
+        "engine": ctx.spec.sensor.engine, "version": ctx.sensor_version,
+        "counters": final.as_dict(), "errors": run.errors()[:50],
+    }
+    rep = summary.get("replay")
+    if rep:
+        window = (rep["start_unix"], rep["end_unix"] + ctx.spec.timing.settle_s)
+        summary["resources"] = resources_in_window(sample_dir / "monitor.csv", *window)
+        summary["stable_after_s"] = stable_after(series, rep["start_unix"])
+    else:
+        summary["resources"] = resources_in_window(sample_dir / "monitor.csv", 0, float("inf"))
+        summary["stable_after_s"] = None
+    if summary["status"] == "ok":
+        _check_invariants(case, summary, final, warnings)
+
+
+def _check_invariants(case: Case, summary: dict, final: Counters, warnings: list[str]) -> None:
+    expected = case.replayers * case.loops * summary["trace"]["packets"]
+    sent = summary["replay"]["sent_pkts"]
+    if sent != expected:
+        warnings.append(f"sent {sent} packets, expected {expected} (replayers × loops × trace packets)")
+    if final.captured_pkts != final.decoded_pkts + final.dropped_pkts:
+        warnings.append(
+            f"captured {final.captured_pkts} != decoded {final.decoded_pkts} + dropped "
+            f"{final.dropped_pkts}: the sensor's counters do not add up"
+        )
+    if final.dropped_pkts == 0 and final.decoded_pkts != sent:
+        warnings.append(
+            f"no drops, but decoded {final.decoded_pkts} != sent {sent}: something other than the "
+            "replay crossed the wire, or packets were lost before capture (a bug; please report it)"
+        )
+
+
+def _write_counters_csv(path: Path, series: list[CounterPoint]) -> None:
+    names = Counters.field_names()
+    with open(path, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["t_unix", "uptime_s", *names])
+        for point in series:
+            row = point.counters.as_dict()
+            writer.writerow([f"{point.t_unix:.6f}", f"{point.uptime_s:.3f}", *(row[n] for n in names)])

@@ -1,0 +1,38 @@
+import pytest
+
+from idsbench.errors import SpecError
+from idsbench.plan import plan, trace_label
+from idsbench.spec import spec_from_dict
+
+
+def _spec(**traffic):
+    return spec_from_dict({"name": "p", "samples": 2, "traffic": traffic,
+                           "setup": {"cpus": [0.5, None], "memory": "1g"}})
+
+
+def test_cartesian_product_and_samples():
+    cases = plan(_spec(replayers=[1, 2, 4], rate=["recorded", {"pps": 1000}]))
+    assert len(cases) == 3 * 2 * 2
+    assert all(len(c.samples) == 2 for c in cases)
+    assert cases[0].samples[1].sample_id == f"{cases[0].case_id}/s1"
+    assert {(c.replayers, c.rate.label, c.cpus) for c in cases} == {
+        (r, rate, cpus) for r in (1, 2, 4) for rate in ("recorded", "pps=1000") for cpus in (0.5, None)
+    }
+
+
+def test_case_ids_stable_and_unique():
+    first = [c.case_id for c in plan(_spec(replayers=[1, 2]))]
+    again = [c.case_id for c in plan(_spec(replayers=[1, 2]))]
+    assert first == again
+    assert len(set(first)) == len(first)
+    assert first[0].startswith("mixed-baremetal-r1-recorded-c0.5-m1g-")
+
+
+def test_duplicate_axis_value_rejected():
+    with pytest.raises(SpecError, match="same case twice"):
+        plan(_spec(replayers=[2, 2]))
+
+
+def test_trace_label():
+    assert trace_label("builtin:mixed") == "mixed"
+    assert trace_label("/data/bigFlows.pcap") == "bigFlows"

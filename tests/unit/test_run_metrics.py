@@ -1,0 +1,28 @@
+from idsbench.run.metrics import resources_in_window, stable_after
+from idsbench.run.sample import split_cpus
+from idsbench.sensors.base import CounterPoint, Counters
+
+
+def test_resources_window(tmp_path):
+    csv = tmp_path / "monitor.csv"
+    csv.write_text(
+        "t_unix,host_cpu_pct,sensor_cpu_pct,sensor_mem_bytes,sensor_mem_peak_bytes\n"
+        "100.0,90,80,10,10\n101.0,50,40,20,25\n102.0,30,20,30,30\n103.0,99,99,5,40\n"
+    )
+    r = resources_in_window(csv, 101.0, 102.0)
+    assert r["sensor_cpu_pct"] == 30.0 and r["host_cpu_pct"] == 40.0
+    assert r["sensor_rss_peak_bytes"] == 40  # peak over the whole sample
+    assert r["monitor_rows_in_window"] == 2
+
+
+def test_stable_after():
+    series = [CounterPoint(10.0 + i, i, Counters(decoded_pkts=d)) for i, d in enumerate([0, 50, 100, 100])]
+    assert stable_after(series, 10.5) == 1.5
+    assert stable_after([], 0.0) is None
+
+
+def test_split_cpus():
+    assert split_cpus([0, 1], None) == ([0], [1])
+    assert split_cpus([0, 1, 2, 3], None) == ([0], [1, 2, 3])
+    assert split_cpus([0], None) == ([0], None)
+    assert split_cpus([0, 1, 2], [2]) == ([0, 1], [2])
