@@ -1,0 +1,181 @@
+"""Streaming reader for Suricata's eve.json that stays fast on multi-GB files.
+
+The file is read in large binary chunks. Per chunk, event types are counted with one C-level
+regex scan (Suricata writes `"event_type":"<type>"` with no spaces, and a literal `"` can never
+occur unescaped inside a JSON string, so the pattern only matches the key itself). Only the
+records a caller asks for (by default `stats`) are handed to `json.loads`. When a chunk's
+structure does not add up (lines without an event type, lines not shaped `{...}`), that chunk is
+re-checked line by line and every bad line is counted and reported — never silently dropped.
+Memory is bounded by the chunk size (plus the longest line), not by the file size.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Collection
+
+log = logging.getLogger(__name__)
+
+CHUNK_SIZE = 16 * 1024 * 1024
+_EVENT_TYPE = re.compile(rb'"event_type":"([^"\\]{1,64})"')
+MAX_REPORTED_BAD_LINES = 5
+
+
+@dataclass
+class EveScan:
+    """What a scan found. `warnings` are human-readable and name the file."""
+
+    path: Path
+    lines: int = 0
+    bytes_read: int = 0
+    events: Counter[str] = field(default_factory=Counter)
+    corrupt_lines: int = 0
+    corrupt_examples: list[int] = field(default_factory=list)  # 1-based line numbers
+    truncated_tail: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    def count(self, event_type: str) -> int:
+        return self.events.get(event_type, 0)
+
+
+RecordSink = Callable[[dict], None]
+
+
+class _Scanner:
+    def __init__(self, path: Path, wanted: frozenset[bytes], sink: RecordSink | None):
+        self.scan = EveScan(path=path)
+        self.wanted = wanted
+        self.sink = sink
+
+    def _bad(self, line_no: int) -> None:
+        self.scan.corrupt_lines += 1
+        if len(self.scan.corrupt_examples) < MAX_REPORTED_BAD_LINES:
+            self.scan.corrupt_examples.append(line_no)
+
+    def _emit(self, line: bytes, line_no: int) -> None:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            self._bad(line_no)
+            return
+        if self.sink is not None and isinstance(rec, dict):
+            self.sink(rec)
+
+    def feed(self, block: bytes) -> None:
+        """`block` holds whole lines only, each ending in b'\\n'."""
+        n_lines = block.count(b"\n")
+        first_line = self.scan.lines + 1
+        matches = _EVENT_TYPE.findall(block)
+        shaped = (
+            block.startswith(b"{")
+            and block.count(b"}\n") == n_lines
+            and block.count(b"\n{") == n_lines - 1
+        )
+        if shaped and len(matches) == n_lines:
+            self.scan.events.update(m.decode("ascii", "replace") for m in matches)
+            if self.wanted and any(w in block for w in self.wanted):
+                self._emit_wanted(block, first_line)
+        else:
+            self._slow(block, first_line)
+        self.scan.lines += n_lines
+
+    def _emit_wanted(self, block: bytes, first_line: int) -> None:
+        starts: list[int] = []
+        for w in self.wanted:
+            pos = block.find(w)
+            while pos != -1:
+                start = block.rfind(b"\n", 0, pos) + 1
+                starts.append(start)
+                pos = block.find(w, block.find(b"\n", pos))
+        prev, line_no = 0, first_line
+        for start in sorted(starts):  # file order; line numbers counted incrementally
+            line_no += block.count(b"\n", prev, start)
+            prev = start
+            self._emit(block[start : block.find(b"\n", start)], line_no)
+
+    def _slow(self, block: bytes, first_line: int) -> None:
+        # Line by line: cheap checks first; json.loads only to confirm a suspicious line.
+        for i, line in enumerate(block.split(b"\n")[:-1]):
+            line_no = first_line + i
+            stripped = line.strip()
+            if not stripped:
+                self._bad(line_no)
+                continue
+            found = _EVENT_TYPE.findall(stripped)
+            ok_shape = stripped.startswith(b"{") and stripped.endswith(b"}")
+            if len(found) == 1 and ok_shape:
+                etype = found[0]
+            else:
+                try:
+                    rec = json.loads(stripped)
+                except ValueError:
+                    self._bad(line_no)
+                    continue
+                et = rec.get("event_type") if isinstance(rec, dict) else None
+                if not isinstance(et, str):
+                    self._bad(line_no)
+                    continue
+                etype = et.encode()
+            self.scan.events[etype.decode("ascii", "replace")] += 1
+            if self.wanted and any(w in stripped for w in self.wanted):
+                self._emit(stripped, line_no)
+
+
+def _wanted_patterns(types: Collection[str]) -> frozenset[bytes]:
+    return frozenset(b'"event_type":"' + t.encode() + b'"' for t in types)
+
+
+def scan_eve(
+    path: Path | str,
+    record_types: Collection[str] = ("stats",),
+    on_record: RecordSink | None = None,
+    chunk_size: int = CHUNK_SIZE,
+    warn_truncated: bool = True,
+) -> EveScan:
+    """Count events per type in `path`; pass each record of `record_types` (parsed) to `on_record`.
+
+    A missing file raises FileNotFoundError. A last line without a newline (Suricata killed or
+    still writing) is not counted; it is reported in `warnings` when `warn_truncated`.
+    """
+    path = Path(path)
+    sc = _Scanner(path, _wanted_patterns(record_types) if on_record else frozenset(), on_record)
+    carry = b""
+    with path.open("rb") as f:
+        while True:
+            chunk = f.read(chunk_size)
+            if not chunk:
+                break
+            sc.scan.bytes_read += len(chunk)
+            data = carry + chunk if carry else chunk
+            cut = data.rfind(b"\n") + 1
+            if cut:
+                sc.feed(data[:cut])
+            carry = data[cut:]
+    scan = sc.scan
+    if carry.strip():
+        scan.truncated_tail = True
+        if warn_truncated:
+            scan.warnings.append(
+                f"{path}: last line is incomplete ({len(carry)} bytes without a newline); "
+                "it was ignored (the sensor was probably killed or is still writing)."
+            )
+    if scan.corrupt_lines:
+        scan.warnings.append(
+            f"{path}: {scan.corrupt_lines} corrupt line(s) skipped "
+            f"(first at line(s) {', '.join(map(str, scan.corrupt_examples))})."
+        )
+    for w in scan.warnings:
+        log.warning("%s", w)
+    return scan
+
+
+def read_records(path: Path | str, record_type: str = "stats") -> tuple[list[dict], EveScan]:
+    """All records of one type (meant for the few `stats` records), plus the scan summary."""
+    out: list[dict] = []
+    scan = scan_eve(path, (record_type,), out.append)
+    return out, scan

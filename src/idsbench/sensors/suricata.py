@@ -1,0 +1,392 @@
+"""The Suricata adapter: the ONE module that knows about the suricata binary.
+
+Version/build-info, rule resolution, `-T` config tests, config rendering (suricata_config),
+argv, readiness and counters (suricata_log, eve). Processes are started by the caller
+(proc.Supervisor), which prefixes `ip netns exec NS` when the sensor lives in a namespace.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from idsbench.errors import EnvironmentMissing, InputError, SensorFailed, SpecError
+from idsbench.sensors import suricata_log as slog
+from idsbench.sensors.base import CounterPoint, Counters
+from idsbench.sensors.eve import EveScan, scan_eve
+from idsbench.sensors.suricata_config import (
+    DEFAULT_CONFIG,
+    RunPaths,
+    dump_config,
+    load_default_config,
+    render_config,
+)
+
+_OVERRIDE_KEY = re.compile(r"^[A-Za-z0-9_.\-]+$")
+_TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%f%z"
+CONFIG_TEST_TIMEOUT_S = 600.0
+
+
+def _get(d: Any, *keys: str) -> Any:
+    for k in keys:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(k)
+    return d
+
+
+def _int(v: Any) -> int:
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
+
+
+def _sum_leaves(d: Any) -> int:
+    if isinstance(d, dict):
+        return sum(_sum_leaves(v) for v in d.values())
+    return _int(d)
+
+
+def counters_from_stats(stats: Mapping[str, Any]) -> Counters:
+    """Map one eve `stats` object (totals) onto the common schema; absent counters are 0."""
+    flows = _get(stats, "flow", "total")
+    if flows is None:  # before 7.0: per-protocol counters only
+        flows = sum(_int(_get(stats, "flow", p)) for p in ("tcp", "udp", "icmpv4", "icmpv6"))
+    return Counters(
+        captured_pkts=_int(_get(stats, "capture", "kernel_packets")),
+        dropped_pkts=_int(_get(stats, "capture", "kernel_drops")),
+        decoded_pkts=_int(_get(stats, "decoder", "pkts")),
+        decoded_bytes=_int(_get(stats, "decoder", "bytes")),
+        alerts=_int(_get(stats, "detect", "alert")),
+        flows=_int(flows),
+        invalid_pkts=_int(_get(stats, "decoder", "invalid")),
+        decoder_events=_sum_leaves(_get(stats, "decoder", "event")),
+    )
+
+
+def point_from_record(rec: Mapping[str, Any]) -> CounterPoint | None:
+    """CounterPoint from an eve stats record, or None when it is not one."""
+    stats = rec.get("stats")
+    if rec.get("event_type") != "stats" or not isinstance(stats, dict):
+        return None
+    try:
+        t = datetime.strptime(str(rec.get("timestamp")), _TS_FORMAT).timestamp()
+    except ValueError:
+        t = 0.0
+    return CounterPoint(t_unix=t, uptime_s=float(_int(stats.get("uptime"))), counters=counters_from_stats(stats))
+
+
+def _check_overrides(overrides: Mapping[str, str]) -> None:
+    for k, v in overrides.items():
+        if not _OVERRIDE_KEY.match(k):
+            raise SpecError(
+                f"Suricata override key {k!r} is not a dotted config path.",
+                fix="Use keys like 'detect.profile' or 'af-packet.0.ring-size' (letters, digits, . _ -).",
+            )
+        if "\n" in str(v):
+            raise SpecError(f"Suricata override {k!r} has a multi-line value.")
+
+
+@dataclass
+class SuricataRun:
+    """A prepared Suricata run: argv plus every artifact path, all inside `log_dir`."""
+
+    argv: list[str]
+    log_dir: Path
+    eve_path: Path
+    log_path: Path
+    yaml_path: Path
+    pid_path: Path
+    console_path: Path  # where the runner is expected to put stdout/stderr (stdout.txt)
+    last_eve_scan: EveScan | None = field(default=None, repr=False)
+
+    def _log_lines(self) -> list[str]:
+        lines: list[str] = []
+        for p in (self.log_path, self.console_path):
+            try:
+                lines += p.read_text(errors="replace").splitlines()
+            except OSError:
+                continue
+        return lines
+
+    def errors(self) -> list[str]:
+        """Error and Warning lines worth surfacing (deduplicated, prefix stripped)."""
+        return slog.error_lines(self._log_lines())
+
+    def wait_ready(
+        self,
+        poll: Callable[[], int | None],
+        timeout_s: float,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        interval_s: float = 0.05,
+    ) -> float:
+        """Block until Suricata logs `Engine started.`; return the seconds waited.
+
+        Raises SensorFailed (quoting the log's errors) if the process exits first or on timeout;
+        stopping the process is then the caller's job.
+        """
+        t0 = clock()
+        offset = 0
+        pending = ""
+        while True:
+            try:
+                with self.log_path.open("r", errors="replace") as f:
+                    f.seek(offset)
+                    new = f.read()
+                    offset = f.tell()
+            except FileNotFoundError:
+                new = ""
+            text = pending + new
+            if slog.READY_MARKER in text:
+                return clock() - t0
+            pending = text[text.rfind("\n") + 1 :]
+            rc = poll()
+            if rc is not None:
+                raise self._failed(f"Suricata exited with code {rc} before it was ready")
+            if clock() - t0 > timeout_s:
+                raise self._failed(f"Suricata was not ready after {timeout_s:g} s")
+            sleep(interval_s)
+
+    def _failed(self, what: str) -> SensorFailed:
+        errs = slog.error_lines(self._log_lines(), warnings=False) or self.errors()
+        quoted = "\n  ".join(errs) if errs else "(no Error lines logged)"
+        return SensorFailed(
+            f"{what}. Errors from {self.log_path}:\n  {quoted}",
+            fix=f"Check the rendered config {self.yaml_path} and the full log; "
+            "`idsbench doctor` checks the Suricata installation.",
+        )
+
+    def read_eve(self) -> tuple[list[CounterPoint], EveScan]:
+        points: list[CounterPoint] = []
+
+        def sink(rec: dict) -> None:
+            p = point_from_record(rec)
+            if p is not None:
+                points.append(p)
+
+        scan = scan_eve(self.eve_path, ("stats",), sink)
+        self.last_eve_scan = scan
+        return points, scan
+
+    def counter_series(self) -> list[CounterPoint]:
+        """One point per eve stats record (empty when eve.json does not exist yet)."""
+        if not self.eve_path.exists():
+            return []
+        return self.read_eve()[0]
+
+    def alert_count(self) -> int:
+        if not self.eve_path.exists():
+            return 0
+        return self.read_eve()[1].count("alert")
+
+    def final_counters(self) -> Counters:
+        """Counters after Suricata exited: its last eve stats record (Suricata 7 writes one at
+        shutdown) merged field-wise (max) with the shutdown summary in suricata.log."""
+        series = self.counter_series()
+        summary = slog.parse_shutdown(self._log_lines())
+        if not series and summary.kernel_packets is None:
+            raise SensorFailed(
+                f"Suricata left no counters: no stats record in {self.eve_path} and no "
+                f"shutdown summary in {self.log_path}.",
+                fix="The sensor probably crashed or was killed; see its log and errors().",
+            )
+        last = series[-1].counters if series else Counters()
+        from_log = Counters(
+            captured_pkts=summary.kernel_packets or 0,
+            dropped_pkts=summary.kernel_drops or 0,
+            alerts=summary.alerts or 0,
+        )
+        return last.max_with(from_log)
+
+
+class Suricata:
+    """Adapter for one Suricata binary."""
+
+    name = "suricata"
+
+    def __init__(self, binary: str = "suricata", default_config: Path = DEFAULT_CONFIG):
+        self.binary = binary
+        self.default_config = Path(default_config)
+
+    # --- the binary -------------------------------------------------------------------------
+    def available(self) -> bool:
+        return shutil.which(self.binary) is not None
+
+    def _run(self, args: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+        try:
+            return subprocess.run(
+                [self.binary, *args], capture_output=True, text=True, timeout=timeout, check=False
+            )
+        except FileNotFoundError as e:
+            raise EnvironmentMissing(
+                f"The Suricata binary {self.binary!r} was not found.",
+                fix="Install suricata (Debian: apt-get install suricata) or set the binary path.",
+            ) from e
+
+    @cached_property
+    def _build_info_text(self) -> str:
+        return self._run(["--build-info"], timeout=30).stdout
+
+    def version(self) -> str:
+        return str(self.build_info()["version"])
+
+    def build_info(self) -> dict[str, object]:
+        """version, features (list), hyperscan/af_packet (bool), sysconfdir, datarootdir."""
+        text = self._build_info_text
+        m = re.search(r"This is Suricata version (\S+)", text)
+        if not m:
+            raise EnvironmentMissing(f"`{self.binary} --build-info` did not report a version.")
+
+        def field_(label: str) -> str | None:
+            fm = re.search(rf"^\s*{re.escape(label)}\s+(.+?)\s*$", text, re.M)
+            return fm.group(1) if fm else None
+
+        feats = field_("Features:")
+        return {
+            "version": m.group(1),
+            "features": feats.split() if feats else [],
+            "hyperscan": (field_("Hyperscan support:") or "").startswith("yes"),
+            "af_packet": (field_("AF_PACKET support:") or "").startswith("yes"),
+            "sysconfdir": (field_("Configuration directory:") or "/etc/suricata/").rstrip("/"),
+            "datarootdir": field_("--datarootdir") or "/usr/share",
+        }
+
+    # --- rules ------------------------------------------------------------------------------
+    def bundled_rules(self) -> list[Path]:
+        """Suricata's own event rules, minus those for app-layer protocols the default config
+        disables (e.g. dnp3, modbus: their rules fail to load otherwise)."""
+        info = self.build_info()
+        dirs = [Path(str(info["sysconfdir"])) / "rules", Path(str(info["datarootdir"])) / "suricata" / "rules"]
+        protocols = _get(load_default_config(self.default_config), "app-layer", "protocols") or {}
+        for d in dirs:
+            files = sorted(d.glob("*.rules"))
+            if files:
+                return [f for f in files if not _protocol_disabled(f, protocols)]
+        raise EnvironmentMissing(
+            f"Suricata's bundled event rules were not found in {' or '.join(map(str, dirs))}.",
+            fix="Reinstall the suricata package, or list rule files explicitly in the spec.",
+        )
+
+    def resolve_rules(self, refs: Sequence[str]) -> list[Path]:
+        """`builtin:events`, `builtin:markers`, or paths (files or directories of *.rules)."""
+        out: list[Path] = []
+        for ref in refs:
+            if ref == "builtin:events":
+                out += self.bundled_rules()
+            elif ref == "builtin:markers":
+                res = importlib.resources.files("idsbench.sensors") / "rules" / "markers.rules"
+                path = Path(str(res))
+                if not path.is_file():
+                    raise InputError(f"The packaged marker rules {path} are missing.",
+                                     fix="Reinstall idsbench (pip install -e .).")
+                out.append(path)
+            elif ref.startswith("builtin:"):
+                raise SpecError(f"Unknown rule set {ref!r}.",
+                                fix="Use builtin:events, builtin:markers or a path to a .rules file.")
+            else:
+                p = Path(ref).expanduser()
+                if p.is_dir():
+                    found = sorted(p.glob("*.rules"))
+                    if not found:
+                        raise InputError(f"Rule directory {p} contains no *.rules files.")
+                    out += [f.resolve() for f in found]
+                elif p.is_file():
+                    out.append(p.resolve())
+                else:
+                    raise InputError(f"Rule file {p} does not exist.",
+                                     fix="Fix the path in the spec's rules list.")
+        return list(dict.fromkeys(out))  # keep order, drop duplicates
+
+    # --- config ------------------------------------------------------------------------------
+    def prepare(
+        self,
+        run_dir: Path,
+        interface: str,
+        rules: Sequence[Path],
+        overrides: Mapping[str, str],
+        stats_interval_s: int,
+        threads: int | None = None,
+        mtu: int | None = None,
+        cluster_id: int | None = None,
+    ) -> SuricataRun:
+        """Render `run_dir/suricata.yaml` and return the run (argv not yet started)."""
+        _check_overrides(overrides)
+        run_dir = Path(run_dir).resolve()
+        run_dir.mkdir(parents=True, exist_ok=True)
+        paths = RunPaths(run_dir)
+        cfg = render_config(
+            load_default_config(self.default_config), paths, interface, rules,
+            stats_interval_s, threads=threads, mtu=mtu, cluster_id=cluster_id,
+        )
+        paths.yaml.write_text(dump_config(cfg))
+        paths.pid.unlink(missing_ok=True)  # a stale pid file makes Suricata refuse to start
+        argv = [
+            self.binary, "-c", str(paths.yaml), f"--af-packet={interface}",
+            "-l", str(run_dir), "--pidfile", str(paths.pid),
+        ]
+        for k, v in overrides.items():
+            argv += ["--set", f"{k}={v}"]
+        return SuricataRun(
+            argv=argv, log_dir=run_dir, eve_path=paths.eve, log_path=paths.log,
+            yaml_path=paths.yaml, pid_path=paths.pid, console_path=run_dir / "stdout.txt",
+        )
+
+    def config_test(
+        self,
+        rules: Sequence[Path],
+        overrides: Mapping[str, str],
+        workdir: Path,
+        timeout_s: float = CONFIG_TEST_TIMEOUT_S,
+    ) -> None:
+        """`suricata -T` on the config a run would use. Raises InputError (rules that do not
+        load), SpecError (overrides Suricata rejects) or SensorFailed (anything else)."""
+        for r in rules:
+            if not Path(r).is_file():
+                raise InputError(f"Rule file {r} does not exist.", fix="Fix the path in the spec.")
+        run = self.prepare(Path(workdir), "lo", rules, overrides, stats_interval_s=1)
+        args = ["-T", *run.argv[1:]]
+        args.remove("--af-packet=lo")
+        try:
+            cp = self._run(args, timeout=timeout_s)
+        except subprocess.TimeoutExpired as e:
+            raise SensorFailed(f"`suricata -T` did not finish within {timeout_s:g} s.") from e
+        if cp.returncode == 0:
+            return
+        lines = (cp.stdout + "\n" + cp.stderr).splitlines()
+        raise _config_test_error(lines, rules, overrides, cp.returncode)
+
+
+def _protocol_disabled(rule_file: Path, protocols: Mapping[str, Any]) -> bool:
+    proto = rule_file.stem.removesuffix("-events")
+    conf = protocols.get(proto) if isinstance(protocols, dict) else None
+    return isinstance(conf, dict) and conf.get("enabled") is False
+
+
+def _config_test_error(
+    lines: list[str], rules: Sequence[Path], overrides: Mapping[str, str], rc: int
+) -> Exception:
+    errs = slog.error_lines(lines, warnings=False) or slog.error_lines(lines)
+    quoted = "\n  ".join(errs) if errs else "(Suricata printed no Error line)"
+    bad_files = slog.rule_files_in(lines)
+    rule_trouble = bad_files or any("signature" in e or "rule file" in e.lower() for e in errs)
+    if rule_trouble:
+        named = ", ".join(bad_files) if bad_files else ", ".join(map(str, rules))
+        return InputError(
+            f"Suricata could not load the rules in {named}:\n  {quoted}",
+            fix="Fix or remove the rules quoted above (each line names the file and line).",
+        )
+    if overrides:
+        sets = ", ".join(f"{k}={v}" for k, v in overrides.items())
+        return SpecError(
+            f"Suricata rejected the configuration with the overrides {sets} (exit {rc}):\n  {quoted}",
+            fix="Fix the suricata overrides in the spec.",
+        )
+    return SensorFailed(f"`suricata -T` failed (exit {rc}):\n  {quoted}")

@@ -1,0 +1,175 @@
+"""Render a complete, self-contained suricata.yaml for one run from the distro's default config."""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import yaml
+
+from idsbench.errors import EnvironmentMissing
+
+DEFAULT_CONFIG = Path("/etc/suricata/suricata.yaml")
+# Ethernet header + two VLAN tags (QinQ): added to the wire MTU to get the largest frame.
+L2_OVERHEAD = 14 + 2 * 4
+# Frames up to a standard 1500 MTU (+ tags) fit Suricata's own default; only raise it above that.
+SURICATA_DEFAULT_PACKET_SIZE = 1514
+# defrag: yes lets the kernel hand over reassembled IP packets up to 64 KiB + headers (65561);
+# a tpacket-v3 block must hold one whole, or it is truncated.
+TPACKET_V3_MIN_BLOCK = 131072
+
+
+class _Dumper(yaml.SafeDumper):
+    """Writes None as an empty value (Suricata reads a literal `null` as the string "null")."""
+
+
+_Dumper.add_representer(
+    type(None), lambda d, _v: d.represent_scalar("tag:yaml.org,2002:null", "")
+)
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """Every file Suricata writes during a run; all inside `run_dir`."""
+
+    run_dir: Path
+
+    @property
+    def yaml(self) -> Path:
+        return self.run_dir / "suricata.yaml"
+
+    @property
+    def eve(self) -> Path:
+        return self.run_dir / "eve.json"
+
+    @property
+    def log(self) -> Path:
+        return self.run_dir / "suricata.log"
+
+    @property
+    def pid(self) -> Path:
+        return self.run_dir / "suricata.pid"
+
+
+def load_default_config(path: Path = DEFAULT_CONFIG) -> dict[str, Any]:
+    try:
+        with path.open() as f:
+            data = yaml.safe_load(f)
+    except OSError as e:
+        raise EnvironmentMissing(
+            f"Cannot read Suricata's default configuration {path}: {e}.",
+            fix="Install Suricata from the distribution packages (it ships /etc/suricata/suricata.yaml).",
+        ) from e
+    if not isinstance(data, dict):
+        raise EnvironmentMissing(f"{path} is not a Suricata YAML configuration.")
+    return data
+
+
+def cluster_id_for(run_dir: Path) -> int:
+    """A stable AF_PACKET fanout id per run dir, so parallel sensors never join each other's group."""
+    return 1 + zlib.crc32(str(run_dir.resolve()).encode()) % 65000
+
+
+def max_frame_for(mtu: int | None) -> int | None:
+    """Largest frame (headers and two VLAN tags included) for a wire MTU, or None for the default."""
+    if mtu is None:
+        return None
+    return max(SURICATA_DEFAULT_PACKET_SIZE, mtu + L2_OVERHEAD)
+
+
+def _block_size(max_frame: int | None) -> int:
+    # tpacket-v3 needs a power of two, multiple of the page size, holding several frames.
+    need = max(TPACKET_V3_MIN_BLOCK, 4 * (max_frame or 0))
+    return 1 << math.ceil(math.log2(need))
+
+
+def _config_file(base: dict[str, Any], key: str, fallback_dir: Path) -> str | None:
+    """Absolute path of classification/reference config, or None if none exists."""
+    value = base.get(key)
+    candidates = [Path(str(value))] if value else []
+    candidates.append(fallback_dir / Path(str(value or key)).name)
+    for c in candidates:
+        if c.is_absolute() and c.exists():
+            return str(c)
+    return None
+
+
+def render_config(
+    base: dict[str, Any],
+    paths: RunPaths,
+    interface: str,
+    rules: Sequence[Path],
+    stats_interval_s: int,
+    threads: int | None = None,
+    mtu: int | None = None,
+    cluster_id: int | None = None,
+    config_dir: Path = DEFAULT_CONFIG.parent,
+) -> dict[str, Any]:
+    """Return a new config dict: `base` with outputs, logging, capture and rules replaced."""
+    if stats_interval_s < 1:
+        raise ValueError("stats_interval_s must be >= 1 (Suricata counts it in whole seconds)")
+    cfg = dict(base)
+    run_dir = str(paths.run_dir)
+    cfg["default-log-dir"] = run_dir
+    cfg["stats"] = {"enabled": True, "interval": int(stats_interval_s)}
+    cfg["outputs"] = [
+        {
+            "eve-log": {
+                "enabled": True,
+                "filetype": "regular",
+                "filename": str(paths.eve),
+                "types": [
+                    {"alert": {"tagged-packets": False}},
+                    {"stats": {"totals": True, "threads": False, "deltas": False}},
+                ],
+            }
+        }
+    ]
+    cfg["logging"] = {
+        "default-log-level": "info",
+        "outputs": [
+            {"console": {"enabled": True, "level": "notice"}},
+            {"file": {"enabled": True, "level": "info", "filename": str(paths.log)}},
+            {"syslog": {"enabled": False}},
+        ],
+    }
+    max_frame = max_frame_for(mtu)
+    afp: dict[str, Any] = {
+        "interface": interface,
+        "threads": threads if threads else "auto",
+        "cluster-id": cluster_id if cluster_id is not None else cluster_id_for(paths.run_dir),
+        "cluster-type": "cluster_flow",
+        "defrag": True,
+        "use-mmap": True,
+        "tpacket-v3": True,
+        "block-size": _block_size(max_frame),
+        "checksum-checks": "no",
+    }
+    if max_frame is not None:
+        afp["snaplen"] = max_frame
+        cfg["default-packet-size"] = max_frame
+    cfg["af-packet"] = [afp, {"interface": "default"}]
+    cfg["runmode"] = "workers"
+    cfg["pid-file"] = str(paths.pid)
+    cfg["unix-command"] = {"enabled": False}
+    cfg["default-rule-path"] = run_dir
+    cfg["rule-files"] = [str(Path(r).resolve()) for r in rules]
+    for key in ("classification-file", "reference-config-file"):
+        found = _config_file(base, key, config_dir)
+        if found:
+            cfg[key] = found
+        else:
+            cfg.pop(key, None)
+    cfg.pop("threshold-file", None)
+    # Write-side features that would touch paths outside run_dir.
+    cfg["coredump"] = {"max-dump": 0}
+    return cfg
+
+
+def dump_config(cfg: dict[str, Any]) -> str:
+    """YAML text with the `%YAML 1.1` header Suricata insists on."""
+    body = yaml.dump(cfg, Dumper=_Dumper, default_flow_style=False, sort_keys=False)
+    return "%YAML 1.1\n---\n" + body
