@@ -6,10 +6,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from idsbench.monitor import Sampler, standard_sources
+from idsbench.monitor import Sampler, Source, standard_sources
+from idsbench.monitor.sensor import CgroupStats
 from idsbench.plan import Case
 from idsbench.sensors.suricata import Suricata
-from idsbench.setups.cgroups import Cgroup
 from idsbench.spec import Spec
 from idsbench.store.layout import CampaignDir
 from idsbench.wire.netns import WireEnds
@@ -55,9 +55,10 @@ class CampaignContext:
         """The capture each replayer sends."""
         return [self.traces[case.trace].path] * case.replayers
 
-    def make_sampler(self, out_csv: Path, wire: WireEnds, cgroup: Cgroup) -> Sampler:
-        """Host, sensor cgroup and both wire ends, sampled at the sensor's stats interval."""
+    def make_sampler(self, out_csv: Path, wire: WireEnds, stats: CgroupStats,
+                     extra: list[Source]) -> Sampler:
+        """Host, sensor, both wire ends and the setup's own sources, at the stats interval."""
         netdevs = [("sender", wire.sender_holder_pid, wire.sender_if),
                    ("sensor", wire.sensor_holder_pid, wire.sensor_if)]
         return Sampler(out_csv, float(self.spec.sensor.stats_interval_s),
-                       standard_sources(cgroup, netdevs))
+                       standard_sources(stats, netdevs) + list(extra))

@@ -19,7 +19,8 @@ from idsbench.proc import Supervisor, wait_all
 from idsbench.run.context import CampaignContext
 from idsbench.run.metrics import resources_in_window, stable_after
 from idsbench.sensors.base import Counters, CounterPoint
-from idsbench.setups.baremetal import Baremetal
+from idsbench.setups.base import SetupRequest
+from idsbench.setups.registry import make_setup
 from idsbench.store import atomic
 from idsbench.teardown import TeardownStack
 from idsbench.traffic import replay
@@ -56,20 +57,27 @@ def run_sample(ctx: CampaignContext, case: Case, index: int, phase: Phase = lamb
     }
     with TeardownStack(state_dir=ctx.state_dir) as td:
         sup = Supervisor(td)
-        phase("wire")
-        wire = NamespaceWire(sup, prefix=ctx.name_prefix, mtu=mtu_for(trace.max_frame)).up()
         sender_cpus, sensor_cpus = split_cpus(sorted(os.sched_getaffinity(0)), ctx.spec.setup.cpuset)
-        setup = Baremetal(sup, name=f"{td.run_id}-s{index}", cpus=case.cpus,
-                          memory_bytes=case.memory_bytes, cpu_affinity=sensor_cpus)
-        cgroup = setup.prepare()
+        setup = make_setup(case.setup, SetupRequest(
+            sup=sup, name=f"{td.run_id}-s{index}", sample_dir=sample_dir, cpus=case.cpus,
+            memory_bytes=case.memory_bytes, cpu_affinity=sensor_cpus,
+            read_only_paths=tuple(ctx.rules), cache_dir=ctx.cache_dir,
+        ))
+        phase("wire")
+        sensor_ns = setup.pre_wire()
+        wire = NamespaceWire(sup, prefix=ctx.name_prefix, mtu=mtu_for(trace.max_frame),
+                             sensor_ns=sensor_ns).up()
+        phase("setup")
+        stats = setup.prepare(wire)
+        summary["labels"] = list(setup.labels)
         summary["placement"] = {"sender_cpus": sender_cpus, "sensor_cpus": sensor_cpus, "mtu": wire.mtu}
-        run = ctx.sensor.prepare(sample_dir, wire.sensor_if, ctx.rules, ctx.overrides,
+        run = ctx.sensor.prepare(sample_dir, setup.capture_interface(), ctx.rules, ctx.overrides,
                                  ctx.spec.sensor.stats_interval_s, mtu=wire.mtu)
-        sampler = ctx.make_sampler(sample_dir / "monitor.csv", wire, cgroup)
+        sampler = ctx.make_sampler(sample_dir / "monitor.csv", wire, stats, setup.overhead_sources())
         sampler.start()
         try:
             phase("sensor start")
-            child = setup.launch(run.argv, netns=wire.sensor_ns, stdout=sample_dir / "stdout.txt")
+            child = setup.launch(run.argv, stdout=sample_dir / "stdout.txt")
             try:
                 summary["sensor_ready_s"] = run.wait_ready(child.poll, ctx.spec.sensor.ready_timeout_s)
             except SensorFailed as exc:
@@ -85,14 +93,12 @@ def run_sample(ctx: CampaignContext, case: Case, index: int, phase: Phase = lamb
                     summary["status"] = "oom" if setup.oom_killed() else "sensor-failed"
                     summary["error"] = f"the sensor exited during the run (status {child.returncode})"
                 phase("sensor stop")
-                rc = setup.stop(ctx.spec.timing.stop_timeout_s)
-                summary["sensor_exit"] = rc
+                summary["sensor_exit"] = setup.stop(ctx.spec.timing.stop_timeout_s)
                 if setup.oom_killed():
                     summary["status"] = "oom"
         finally:
             sampler.stop()
-            summary["sensor_oom_kills"] = cgroup.oom_kills()
-            summary["sensor_mem_peak_bytes_cgroup"] = cgroup.memory_peak_bytes()
+            summary["sensor_oom_kills"] = int(setup.oom_killed())
     phase("collect")
     _collect(ctx, case, run, sample_dir, summary, warnings)
     summary["finished_unix"] = time.time()

@@ -43,18 +43,23 @@ class WireEnds:
 class NamespaceWire:
     """Create with `up()`; everything is registered in the supervisor's teardown stack."""
 
-    def __init__(self, sup: Supervisor, *, prefix: str = "ib", mtu: int = 1500):
+    def __init__(self, sup: Supervisor, *, prefix: str = "ib", mtu: int = 1500,
+                 sensor_ns: str | None = None):
         self.sup = sup
         self.prefix = prefix
         self.mtu = mtu
+        self.existing_sensor_ns = sensor_ns  # a namespace someone else owns (e.g. a container's)
         self.ident = secrets.token_hex(3)
         self.holders: list[Child] = []
 
     def up(self) -> WireEnds:
         sender_ns = f"{self.prefix}{self.ident}-snd"
-        sensor_ns = f"{self.prefix}{self.ident}-sen"
-        for ns in (sender_ns, sensor_ns):
-            self._add_netns(ns)
+        sensor_ns = self.existing_sensor_ns or f"{self.prefix}{self.ident}-sen"
+        self._add_netns(sender_ns)
+        if self.existing_sensor_ns:
+            self._quiet_netns(sensor_ns)
+        else:
+            self._add_netns(sensor_ns)
         self.sup.run(
             ["ip", "link", "add", SENDER_IF, "netns", sender_ns, "mtu", str(self.mtu), "type", "veth",
              "peer", "name", SENSOR_IF, "netns", sensor_ns, "mtu", str(self.mtu)]
@@ -72,6 +77,9 @@ class NamespaceWire:
     def _add_netns(self, ns: str) -> None:
         self.sup.run(["ip", "netns", "add", ns])
         self.sup.teardown.push("netns", {"name": ns})
+        self._quiet_netns(ns)
+
+    def _quiet_netns(self, ns: str) -> None:
         for key in ("all", "default"):
             self.sup.run(["sysctl", "-q", "-w", f"net.ipv6.conf.{key}.disable_ipv6=1"], netns=ns)
         self.sup.run(["ip", "-n", ns, "link", "set", "lo", "up"])

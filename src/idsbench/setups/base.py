@@ -1,0 +1,74 @@
+"""The setup contract: how a sensor is isolated, launched, accounted for and stopped.
+
+A sample runs the same steps for every setup kind (bare metal, container, container-vtap, vm):
+
+    setup = make_setup(request)            # nothing created yet
+    ns = setup.pre_wire()                  # None, or an existing netns the wire must use for the
+                                           # sensor side (e.g. a docker pause container's, attached
+                                           # with `ip netns attach`); registered for teardown
+    stats = setup.prepare(wire)            # isolation resources (cgroup, container, VM, macvtap)
+    iface = setup.capture_interface()      # what the sensor sniffs, as seen from inside
+    child = setup.launch(argv, stdout=...) # the sensor argv (paths are host paths of the sample dir;
+                                           # containers/VMs make them visible at the same path)
+    ... replay ...
+    setup.stop(timeout_s); setup.oom_killed()
+
+Everything created is pushed to `request.sup.teardown`, so errors and Ctrl-C remove it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, Sequence
+
+from idsbench.monitor.base import Source
+from idsbench.monitor.sensor import CgroupStats
+from idsbench.proc import Supervisor
+from idsbench.wire.netns import WireEnds
+
+
+@dataclass(frozen=True)
+class SetupRequest:
+    """Everything a setup needs to know about the case it runs."""
+
+    sup: Supervisor
+    name: str                     # unique per sample (cgroup/container/VM names derive from it)
+    sample_dir: Path              # the sensor writes its logs here (mapped into containers/VMs)
+    cpus: float | None = None     # CPU limit in cores
+    memory_bytes: int | None = None
+    cpu_affinity: Sequence[int] | None = None  # CPUs the sensor may run on (None = all)
+    read_only_paths: tuple[Path, ...] = ()     # rule files etc. the sensor must see (same path inside)
+    cache_dir: Path = field(default_factory=lambda: Path.home() / ".cache" / "idsbench")
+
+
+class Launched(Protocol):
+    """The sensor as launched: enough to wait for readiness and detect an early exit."""
+
+    pid: int
+
+    def poll(self) -> int | None: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+
+class Setup(Protocol):
+    kind: str
+    labels: tuple[str, ...]  # added to every result row, e.g. ("emulated",)
+
+    def pre_wire(self) -> str | None: ...
+
+    def prepare(self, wire: WireEnds) -> CgroupStats: ...
+
+    def capture_interface(self) -> str: ...
+
+    def launch(self, argv: Sequence[str], *, stdout: Path) -> Launched: ...
+
+    def stop(self, timeout_s: float) -> int | None: ...
+
+    def oom_killed(self) -> bool: ...
+
+    def overhead_sources(self) -> list[Source]:
+        """Extra monitor sources for the isolation layer's own cost (runtime, qemu, vhost)."""
+        ...
