@@ -325,6 +325,7 @@ class Suricata:
         cfg = render_config(
             load_default_config(self.default_config), paths, interface, rules,
             stats_interval_s, threads=threads, mtu=mtu, cluster_id=cluster_id,
+            config_dir=self.default_config.parent,
         )
         paths.yaml.write_text(dump_config(cfg))
         paths.pid.unlink(missing_ok=True)  # a stale pid file makes Suricata refuse to start
