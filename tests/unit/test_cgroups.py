@@ -273,7 +273,8 @@ def test_v1_separate_hierarchies(tmp_path: Path, kernel_v1: FakeKernel) -> None:
     (tmp_path / "cpuacct/idsbench/s0/cpuacct.usage").write_text("987654321\n")
     (mem / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")
     (mem / "memory.failcnt").write_text("41\n")
-    assert cg.cpu_usage_ns() == 987_654_321 and cg.oom_kills() == 2 and cg.memory_failcnt() == 41
+    (mem / "memory.memsw.failcnt").write_text("1\n")
+    assert cg.cpu_usage_ns() == 987_654_321 and cg.oom_kills() == 2 and cg.memory_failcnt() == 42
     cg.remove()
     assert not any((tmp_path / h / "idsbench").exists() for h in ("cpu", "cpuacct", "memory", "cpuset"))
 

@@ -148,11 +148,16 @@ class Cgroup:
         return _kv(self._files.read(d / "memory.oom_control")).get("oom_kill", 0)
 
     def memory_failcnt(self) -> int:
-        """How often usage hit the limit (v1 memory.failcnt, v2 memory.events `max`)."""
+        """How often usage hit the limit (v1 memory.failcnt + memory.memsw.failcnt, v2
+        memory.events `max`). With memsw limited too, v1 counts the hits on memsw. Some recent
+        kernels leave the v1 counters at 0: use oom_kills() for the verdict."""
         d = self.dirs["memory"]
         if self.version == 2:
             return _kv(self._files.read(d / "memory.events")).get("max", 0)
-        return int(self._files.read(d / "memory.failcnt"))
+        hits = int(self._files.read(d / "memory.failcnt"))
+        if (d / "memory.memsw.failcnt").exists():
+            hits += int(self._files.read(d / "memory.memsw.failcnt"))
+        return hits
 
     def kill_all(self) -> None:
         """SIGKILL every task left in the group (v2 cgroup.kill when the kernel has it)."""
