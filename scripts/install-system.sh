@@ -5,7 +5,8 @@
 set -euo pipefail
 
 PKGS=(suricata tcpreplay iproute2 ethtool procps util-linux python3-venv python3-pip
-      wireshark-common tshark chromium)
+      wireshark-common tshark chromium
+      podman runc docker.io debootstrap qemu-system-x86 qemu-utils)
 
 missing=()
 for p in "${PKGS[@]}"; do

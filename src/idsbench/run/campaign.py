@@ -6,6 +6,7 @@ running sample unwinds the same way as on an error. Completed samples are alread
 
 from __future__ import annotations
 
+import os
 import signal
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,12 +43,16 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 def run_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progress: Progress | None = None,
-                 state_dir: Path | None = None, cache_dir: Path | None = None) -> CampaignResult:
+                 state_dir: Path | None = None, cache_dir: Path | None = None,
+                 name_prefix: str | None = None) -> CampaignResult:
+    """Run every pending sample of `spec` into `out_dir`. `name_prefix` starts every namespace
+    name (default $IDSBENCH_PREFIX or "ib"), so tests can tell their resources apart."""
     with sigterm_as_interrupt():
         ctx, cases = prepare_campaign(
             spec, out_dir, resume=resume, state_dir=state_dir or state_dir_from_env(),
             cache_dir=cache_dir or default_cache_dir(),
         )
+        ctx.name_prefix = name_prefix or os.environ.get("IDSBENCH_PREFIX", "ib")
         total = sum(len(c.samples) for c in cases)
         progress = progress or Progress(total)
         result = CampaignResult(out_dir, 0, 0, [], [])
