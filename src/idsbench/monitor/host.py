@@ -3,6 +3,7 @@ softnet (/proc/net/softnet_stat). Parsers are plain functions of the file's text
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from idsbench.monitor.base import ProcFile, Value
@@ -80,8 +81,10 @@ class HostMemory:
     def start(self) -> None:
         pass
 
+    _WANTED = re.compile(r"^(MemTotal|MemAvailable|SwapTotal|SwapFree):\s+(\d+)", re.M)
+
     def sample(self) -> dict[str, Value]:
-        m = parse_meminfo(self._file.read())
+        m = {k: int(v) * 1024 for k, v in self._WANTED.findall(self._file.read())}  # all in kB
         return {
             "mem_used_bytes": m["MemTotal"] - m["MemAvailable"],
             "mem_available_bytes": m["MemAvailable"],

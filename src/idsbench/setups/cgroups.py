@@ -77,16 +77,17 @@ def _kv(text: str) -> dict[str, int]:
 
 
 class _Files:
-    """Reused read-only descriptors (pread at offset 0 re-reads a cgroupfs/procfs file)."""
+    """Reused read-only descriptors (pread at offset 0 re-reads a cgroupfs file), keyed by
+    (directory, file name) so a hot read builds no Path."""
 
     def __init__(self) -> None:
-        self._fds: dict[Path, int] = {}
+        self._fds: dict[tuple[Path, str], int] = {}
 
-    def read(self, path: Path) -> str:
-        fd = self._fds.get(path)
+    def read(self, d: Path, name: str) -> str:
+        fd = self._fds.get((d, name))
         if fd is None:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            self._fds[path] = fd
+            fd = os.open(d / name, os.O_RDONLY | os.O_CLOEXEC)
+            self._fds[(d, name)] = fd
         return os.pread(fd, 65536, 0).decode()
 
     def close(self) -> None:
@@ -122,13 +123,13 @@ class Cgroup:
     def cpu_usage_ns(self) -> int:
         """CPU time consumed by the group's tasks since creation."""
         if self.version == 2:
-            stat = _kv(self._files.read(self.dirs["cpu"] / "cpu.stat"))
+            stat = _kv(self._files.read(self.dirs["cpu"], "cpu.stat"))
             return stat.get("usage_usec", 0) * 1000
-        return int(self._files.read(self.dirs["cpuacct"] / "cpuacct.usage"))
+        return int(self._files.read(self.dirs["cpuacct"], "cpuacct.usage"))
 
     def memory_bytes(self) -> int:
         name = "memory.current" if self.version == 2 else "memory.usage_in_bytes"
-        value = int(self._files.read(self.dirs["memory"] / name))
+        value = int(self._files.read(self.dirs["memory"], name))
         self._peak_seen = max(self._peak_seen, value)
         return value
 
@@ -136,7 +137,7 @@ class Cgroup:
         """Kernel-tracked peak (v1 max_usage_in_bytes, v2 memory.peak); else the max seen here."""
         name = "memory.peak" if self.version == 2 else "memory.max_usage_in_bytes"
         try:
-            return int(self._files.read(self.dirs["memory"] / name))
+            return int(self._files.read(self.dirs["memory"], name))
         except FileNotFoundError:  # v2 before Linux 5.19
             return max(self._peak_seen, self.memory_bytes())
 
@@ -144,8 +145,8 @@ class Cgroup:
         """Tasks the OOM killer killed in this group (0 when the kernel does not report it)."""
         d = self.dirs["memory"]
         if self.version == 2:
-            return _kv(self._files.read(d / "memory.events")).get("oom_kill", 0)
-        return _kv(self._files.read(d / "memory.oom_control")).get("oom_kill", 0)
+            return _kv(self._files.read(d, "memory.events")).get("oom_kill", 0)
+        return _kv(self._files.read(d, "memory.oom_control")).get("oom_kill", 0)
 
     def memory_failcnt(self) -> int:
         """How often usage hit the limit (v1 memory.failcnt + memory.memsw.failcnt, v2
@@ -153,10 +154,10 @@ class Cgroup:
         kernels leave the v1 counters at 0: use oom_kills() for the verdict."""
         d = self.dirs["memory"]
         if self.version == 2:
-            return _kv(self._files.read(d / "memory.events")).get("max", 0)
-        hits = int(self._files.read(d / "memory.failcnt"))
+            return _kv(self._files.read(d, "memory.events")).get("max", 0)
+        hits = int(self._files.read(d, "memory.failcnt"))
         if (d / "memory.memsw.failcnt").exists():
-            hits += int(self._files.read(d / "memory.memsw.failcnt"))
+            hits += int(self._files.read(d, "memory.memsw.failcnt"))
         return hits
 
     def kill_all(self) -> None:
