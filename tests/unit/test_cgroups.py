@@ -307,3 +307,19 @@ def test_v1_missing_memory_hierarchy(tmp_path: Path, kernel_v1: FakeKernel) -> N
         cgroups.create("s0", root=tmp_path)
     assert "mount -t cgroup -o memory" in (ei.value.fix or "")
     assert not (tmp_path / "cpuacct" / "idsbench" / "s0").exists()
+
+
+def test_v2_parent_not_left_behind_when_enabling_fails(tmp_path: Path, kernel_v2: FakeKernel,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    real_write = kernel_v2.write
+
+    def refuse_in_parent(path: Path, value: str) -> None:
+        if path.parent.name == "idsbench" and path.name == "cgroup.subtree_control":
+            raise OSError(errno.EBUSY, "Device or resource busy", str(path))
+        real_write(path, value)
+
+    monkeypatch.setattr(cgroups, "_write", refuse_in_parent)
+    with pytest.raises(EnvironmentMissing, match="Could not enable") as ei:
+        cgroups.create("s0", cpus=1.0, root=tmp_path)
+    assert "Device or resource busy" in str(ei.value)
+    assert not (tmp_path / "idsbench").exists()

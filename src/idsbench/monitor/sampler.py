@@ -79,6 +79,8 @@ class Sampler:
             return
         try:
             self._write_row()
+        except OSError as e:
+            self._error(f"writing {self.out_csv}: {e}")
         finally:
             for s in self.sources:
                 try:

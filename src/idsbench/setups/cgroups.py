@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -82,18 +83,21 @@ class _Files:
 
     def __init__(self) -> None:
         self._fds: dict[tuple[Path, str], int] = {}
+        self._lock = threading.Lock()  # the monitor thread reads while the runner may remove()
 
     def read(self, d: Path, name: str) -> str:
-        fd = self._fds.get((d, name))
-        if fd is None:
-            fd = os.open(d / name, os.O_RDONLY | os.O_CLOEXEC)
-            self._fds[(d, name)] = fd
-        return os.pread(fd, 65536, 0).decode()
+        with self._lock:
+            fd = self._fds.get((d, name))
+            if fd is None:
+                fd = os.open(d / name, os.O_RDONLY | os.O_CLOEXEC)
+                self._fds[(d, name)] = fd
+            return os.pread(fd, 65536, 0).decode()
 
     def close(self) -> None:
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
+        with self._lock:
+            for fd in self._fds.values():
+                os.close(fd)
+            self._fds.clear()
 
 
 class Cgroup:
@@ -294,11 +298,16 @@ def create(name: str, *, cpus: float | None = None, memory_bytes: int | None = N
                                  fix="check the kernel log and the cgroup mount; run `idsbench cleanup`.") from e
 
 
-def _undo_on_error(created: list[Path]) -> None:
+def _undo_on_error(created: list[Path], parents: Iterable[Path] = ()) -> None:
     try:
         remove_paths(created, retry_s=0.5)
     except IdsbenchError:
         pass
+    for parent in parents:
+        try:
+            os.rmdir(parent)
+        except OSError:
+            pass
 
 
 def _create_v1(name: str, root: Path, cpus: float | None, memory_bytes: int | None,
@@ -387,7 +396,11 @@ def _create_v2(name: str, root: Path, cpus: float | None, memory_bytes: int | No
         _check_cpuset(cpuset, _read(eff) if eff.exists() else ",".join(map(str, range(os.cpu_count() or 1))),
                       eff)
     os.makedirs(root / PARENT, exist_ok=True)
-    _enable_v2(root / PARENT, needed)
+    try:
+        _enable_v2(root / PARENT, needed)
+    except EnvironmentMissing:
+        _undo_on_error([], [root / PARENT])  # drop the parent again unless another run uses it
+        raise
     d = _mkdir_group(root, name)
     warnings: list[str] = []
     try:
