@@ -1,8 +1,9 @@
 """Streaming reader for Suricata's eve.json that stays fast on multi-GB files.
 
-The file is read in large binary chunks. Per chunk, event types are counted with one C-level
-regex scan (Suricata writes `"event_type":"<type>"` with no spaces, and a literal `"` can never
-occur unescaped inside a JSON string, so the pattern only matches the key itself). Only the
+The file is read in binary chunks (sized to stay in the CPU cache). Per chunk, numpy locates
+the line breaks and checks the `{...}` shape of every line, and event types are counted with one
+C-level regex scan (Suricata writes `"event_type":"<type>"` with no spaces, and a `"` inside a
+JSON string is always escaped, so the pattern only matches the key itself). Only the
 records a caller asks for (by default `stats`) are handed to `json.loads`. When a chunk's
 structure does not add up (lines without an event type, lines not shaped `{...}`), that chunk is
 re-checked line by line and every bad line is counted and reported — never silently dropped.
@@ -19,9 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Collection
 
+import numpy as np
+
 log = logging.getLogger(__name__)
 
-CHUNK_SIZE = 16 * 1024 * 1024
+# Small enough that the passes over a chunk run from the CPU cache (measured best: 0.5-1 MiB).
+CHUNK_SIZE = 1024 * 1024
 _EVENT_TYPE = re.compile(rb'"event_type":"([^"\\]{1,64})"')
 MAX_REPORTED_BAD_LINES = 5
 
@@ -60,43 +64,58 @@ class _Scanner:
     def _emit(self, line: bytes, line_no: int) -> None:
         try:
             rec = json.loads(line)
-        except ValueError:
+        except ValueError:  # looked fine to the byte checks; not counted as an event after all
             self._bad(line_no)
+            m = _EVENT_TYPE.search(line)
+            if m:
+                self.scan.events[m.group(1).decode("ascii", "replace")] -= 1
             return
         if self.sink is not None and isinstance(rec, dict):
             self.sink(rec)
 
-    def feed(self, block: bytes) -> None:
-        """`block` holds whole lines only, each ending in b'\\n'."""
-        n_lines = block.count(b"\n")
-        first_line = self.scan.lines + 1
-        matches = _EVENT_TYPE.findall(block)
-        shaped = (
-            block.startswith(b"{")
-            and block.count(b"}\n") == n_lines
-            and block.count(b"\n{") == n_lines - 1
-        )
-        if shaped and len(matches) == n_lines:
-            self.scan.events.update(m.decode("ascii", "replace") for m in matches)
-            if self.wanted and any(w in block for w in self.wanted):
-                self._emit_wanted(block, first_line)
-        else:
-            self._slow(block, first_line)
-        self.scan.lines += n_lines
+    def feed(self, buf: bytes | bytearray, start: int, end: int) -> None:
+        """Scan buf[start:end], which holds whole lines only (it ends with b'\\n').
 
-    def _emit_wanted(self, block: bytes, first_line: int) -> None:
+        Fast path, two vectorised passes: numpy finds every newline and checks each line ends
+        with `}` and the next starts with `{`; one regex pass collects the event types. Any bad
+        line (blank, no type, cut, two records glued together) makes the number of types differ
+        from the number of lines or breaks the shape, and only then is the block re-checked
+        line by line.
+        """
+        if end <= start:
+            return
+        first_line = self.scan.lines + 1
+        arr = np.frombuffer(buf, dtype=np.uint8, count=end - start, offset=start)
+        nl = np.flatnonzero(arr == 0x0A)
+        n_lines = len(nl)
+        matches = _EVENT_TYPE.findall(buf, start, end)
+        if (
+            len(matches) == n_lines
+            and arr[0] == 0x7B  # "{"
+            and bool((arr[nl - 1] == 0x7D).all())  # every line ends with "}"
+            and bool((arr[nl[:-1] + 1] == 0x7B).all())  # every next line starts with "{"
+        ):
+            for etype, n in Counter(matches).items():
+                self.scan.events[etype.decode("ascii", "replace")] += n
+            self.scan.lines += n_lines
+            if self.wanted:
+                self._emit_wanted(buf, start, end, first_line)
+        else:
+            self._slow(bytes(buf[start:end]), first_line)
+            self.scan.lines += n_lines
+
+    def _emit_wanted(self, buf: bytes, lo: int, hi: int, first_line: int) -> None:
         starts: list[int] = []
         for w in self.wanted:
-            pos = block.find(w)
+            pos = buf.find(w, lo, hi)
             while pos != -1:
-                start = block.rfind(b"\n", 0, pos) + 1
-                starts.append(start)
-                pos = block.find(w, block.find(b"\n", pos))
-        prev, line_no = 0, first_line
+                starts.append(buf.rfind(b"\n", lo, pos) + 1 or lo)
+                pos = buf.find(w, buf.find(b"\n", pos, hi), hi)
+        prev, line_no = lo, first_line
         for start in sorted(starts):  # file order; line numbers counted incrementally
-            line_no += block.count(b"\n", prev, start)
+            line_no += buf.count(b"\n", prev, start)
             prev = start
-            self._emit(block[start : block.find(b"\n", start)], line_no)
+            self._emit(buf[start : buf.find(b"\n", start, hi)], line_no)
 
     def _slow(self, block: bytes, first_line: int) -> None:
         # Line by line: cheap checks first; json.loads only to confirm a suspicious line.
@@ -145,17 +164,23 @@ def scan_eve(
     path = Path(path)
     sc = _Scanner(path, _wanted_patterns(record_types) if on_record else frozenset(), on_record)
     carry = b""
-    with path.open("rb") as f:
+    buf = bytearray(chunk_size)  # reused: no per-chunk allocation or page faults
+    with path.open("rb", buffering=0) as f:
         while True:
-            chunk = f.read(chunk_size)
-            if not chunk:
+            n = f.readinto(buf)
+            if not n:
                 break
-            sc.scan.bytes_read += len(chunk)
-            data = carry + chunk if carry else chunk
-            cut = data.rfind(b"\n") + 1
-            if cut:
-                sc.feed(data[:cut])
-            carry = data[cut:]
+            sc.scan.bytes_read += n
+            first_nl = buf.find(b"\n", 0, n)
+            if first_nl == -1:
+                carry += buf[:n]
+                continue
+            # The line spanning the previous chunk boundary is small: join just that one.
+            head = carry + buf[: first_nl + 1]
+            sc.feed(head, 0, len(head))
+            last_nl = buf.rfind(b"\n", 0, n)
+            sc.feed(buf, first_nl + 1, last_nl + 1)
+            carry = bytes(buf[last_nl + 1 : n])
     scan = sc.scan
     if carry.strip():
         scan.truncated_tail = True
