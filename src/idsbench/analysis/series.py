@@ -1,0 +1,104 @@
+"""Time series aligned across samples.
+
+Each record keeps its own timestamp (t_unix). A sample's series is placed on seconds since that
+sample's replay start, then resampled onto a fixed grid of the stats interval by linear interpolation
+between the sample's own records. A checkpoint gets a value from a sample if it lies within the
+sample's records, or within half an interval of its first/last record (edge value). Checkpoints then
+get the median, the order-statistic CI of the median and the sample count across samples.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from idsbench.analysis.load import Campaign, SampleRecord
+from idsbench.analysis.stats import median_ci
+
+SOURCES = {"counters": "counters.csv", "monitor": "monitor.csv"}
+
+
+def read_series(path: Path) -> pd.DataFrame | None:
+    """A sample's CSV (needs a t_unix column) with numeric columns, sorted by time; None if absent."""
+    try:
+        df = pd.read_csv(path)
+    except (FileNotFoundError, pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
+        return None
+    if "t_unix" not in df.columns or df.empty:
+        return None
+    df = df.apply(pd.to_numeric, errors="coerce")
+    df = df.dropna(subset=["t_unix"]).sort_values("t_unix")
+    return df.drop_duplicates(subset="t_unix", keep="last").reset_index(drop=True)
+
+
+def resample(t_rel: np.ndarray, values: np.ndarray, interval: float) -> pd.Series:
+    """Values on checkpoints k·interval covered by the records (± half an interval at the edges)."""
+    ok = ~np.isnan(values)
+    t, v = t_rel[ok], values[ok]
+    if not len(t):
+        return pd.Series(dtype=float)
+    first = math.ceil((t[0] - interval / 2) / interval - 1e-9)
+    last = math.floor((t[-1] + interval / 2) / interval + 1e-9)
+    if last < first:
+        return pd.Series(dtype=float)
+    grid = np.arange(first, last + 1) * interval
+    return pd.Series(np.interp(grid, t, v), index=np.round(grid, 6))
+
+
+def sample_series(sample: SampleRecord, source: str, column: str, interval: float) -> pd.Series | None:
+    """One sample's column on the checkpoint grid (seconds since its replay start), or None.
+
+    A counter missing from counters.csv counts as 0 (Suricata omits zero counters)."""
+    start = sample.start_unix
+    df = read_series(sample.path / SOURCES[source])
+    if start is None or df is None:
+        return None
+    if column not in df.columns:
+        if source != "counters":
+            return None
+        df = df.assign(**{column: 0.0})
+    t_rel = df["t_unix"].to_numpy(dtype=float) - start
+    return resample(t_rel, df[column].to_numpy(dtype=float), interval)
+
+
+def combine(series: list[pd.Series], level: float = 0.95) -> pd.DataFrame:
+    """Per checkpoint across samples: columns t_s, median, lo, hi, n."""
+    cols = ["t_s", "median", "lo", "hi", "n"]
+    series = [s for s in series if s is not None and len(s)]
+    if not series:
+        return pd.DataFrame(columns=cols)
+    wide = pd.concat(series, axis=1).sort_index()
+    rows = []
+    for t, values in wide.iterrows():
+        vals = values.dropna().to_numpy()
+        ci = median_ci(list(vals), level)
+        if ci is None:
+            continue
+        rows.append((float(t), float(np.median(vals)), ci[0], ci[1], len(vals)))
+    return pd.DataFrame(rows, columns=cols)
+
+
+def aligned(campaign: Campaign, case_id: str, source: str, column: str, *,
+            interval: float | None = None, level: float = 0.95) -> pd.DataFrame:
+    """`column` of `source` ("counters" or "monitor") for every complete ok sample of the case,
+    aligned on seconds since replay start: DataFrame t_s, median, lo, hi, n."""
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {sorted(SOURCES)}, not {source!r}")
+    step = interval or campaign.stats_interval_s
+    samples = campaign.samples_of(case_id)
+    ok = [s for s in samples if s.status == "ok"] or samples
+    return combine([sample_series(s, source, column, step) for s in ok], level)
+
+
+def rate_of(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per-second rate of a cumulative aligned series (median column), for throughput plots."""
+    if frame.empty:
+        return frame
+    dt = frame["t_s"].diff()
+    out = frame.copy()
+    for col in ("median", "lo", "hi"):
+        out[col] = frame[col].diff() / dt
+    return out.iloc[1:].reset_index(drop=True)

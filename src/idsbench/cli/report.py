@@ -1,0 +1,27 @@
+"""`idsbench report DIR`: write DIR/report.html (self-contained), DIR/figures/ and DIR/tables/."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from idsbench.report import write_report
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "report", help="write a self-contained HTML report of a campaign",
+        description="Analyse campaign DIR and write DIR/report.html (one file, no external URLs), the "
+                    "figures as SVG and PNG in DIR/figures/ and the per-case table in DIR/tables/.",
+    )
+    p.add_argument("dir", type=Path, help="campaign directory (written by `idsbench run --out DIR`)")
+    p.add_argument("--baseline", default="baremetal",
+                   help="setup the others are compared with in the overhead section (default baremetal)")
+    p.add_argument("--cv-threshold", type=float, default=0.10, metavar="X",
+                   help="warn when samples disagree more than this coefficient of variation (default 0.10)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    print(write_report(args.dir, baseline=args.baseline, cv_threshold=args.cv_threshold))
+    return 0

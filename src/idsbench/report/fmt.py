@@ -1,0 +1,52 @@
+"""Human formatting of numbers and medians with their confidence intervals."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+MIB = 1024 * 1024
+
+
+def number(value: Any, digits: int = 1) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return str(value)
+    v = float(value)
+    if v.is_integer() and abs(v) >= 100:
+        return f"{int(v):,}"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}f}"
+
+
+def with_ci(row: dict[str, Any], key: str, scale: float = 1.0, digits: int = 1) -> str:
+    """'median [lo–hi]' (the CI is omitted when it is a single point)."""
+    value = row.get(key)
+    if value is None:
+        return "–"
+    show: Callable[[Any], str] = lambda v: number(v / scale if v is not None else None, digits)
+    ci = row.get(f"{key}_ci")
+    lo, hi = (show(ci[0]), show(ci[1])) if ci else ("", "")
+    if lo == hi:
+        return show(value)
+    return f"{show(value)} [{lo}–{hi}]"
+
+
+# Columns of the human tables: (title, key, scale, digits). Style of the published results.
+COLUMNS: tuple[tuple[str, str, float, int], ...] = (
+    ("time to stable (s)", "stable_after_s", 1.0, 1),
+    ("sent pkts", "sent_pkts", 1.0, 0),
+    ("dropped pkts", "dropped_pkts", 1.0, 0),
+    ("drop %", "drop_ratio", 0.01, 2),
+    ("decoded pkts", "decoded_pkts", 1.0, 0),
+    ("decoded MiB", "decoded_bytes", MIB, 1),
+    ("alerts", "alerts", 1.0, 0),
+    ("sensor CPU %", "sensor_cpu_pct", 1.0, 1),
+    ("sensor RSS peak MiB", "sensor_rss_peak_bytes", MIB, 1),
+    ("host CPU %", "host_cpu_pct", 1.0, 1),
+)
+
+
+def load_label(row: dict[str, Any]) -> str:
+    return f"{row.get('replayers')}X"
