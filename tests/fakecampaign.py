@@ -161,7 +161,7 @@ def _write_sample(path: Path, case: FakeCase, k: int, start: float, interval: fl
         return
     final = {n: expected_counter(case, k, n, case.duration_s) for n in kept}
     status = case.status(k)
-    per_sec = [{"second": s, "pkts": case.trace_pkts // int(case.duration_s) + 100 * (s % 3),
+    per_sec = [{"t": s, "packets": case.trace_pkts // int(case.duration_s) + 100 * (s % 3),
                 "bytes": 600 * (case.trace_pkts // int(case.duration_s))} for s in range(int(case.duration_s))]
     summary = {
         "schema": 1, "campaign": "fake", "case_id": case.case_id, "sample": k,

@@ -18,6 +18,9 @@ from idsbench.errors import InputError
 from idsbench.report import write_report
 from tests.fakecampaign import FakeCase, standard_campaign, write_campaign
 
+ALL_FIGURES = ("sensor_cpu_time", "sensor_mem_time", "host_cpu_time", "packets_cumulative",
+               "host_cpu_time_without_slowest", "drop_ratio_load", "sensor_cpu_load", "overhead_vs_baseline",
+               "trace_throughput")
 URL_ATTR = re.compile(r'(?:src|href)\s*=\s*"([^"]*)"', re.I)
 
 
@@ -56,11 +59,11 @@ def test_report_has_table_with_cis_figures_and_raw_links(report: Path, campaign)
     html = report.read_text()
     for case in cases:
         assert f'href="cases/{case.case_id}/s4/summary.json"' in html
-    # median [CI] cells in the results table (sensor CPU of container 4X: 85 [83.3–86.7])
+    # median [CI] cells in the results table (sensor CPU of container 4X: 85.0 [83.3–86.7])
     assert "85.0 [83.3–86.7]" in html
     figures = re.findall(r'<img src="data:image/svg\+xml;base64,([^"]+)" alt="[^"]+" data-figure="([^"]+)"', html)
     names = {name for _, name in figures}
-    assert {"sensor_cpu_time", "sensor_mem_time", "host_cpu_time", "packets_cumulative"} <= names
+    assert names == set(ALL_FIGURES)
     assert all(len(data) > 5000 for data, _ in figures)
     for name in names:
         assert (root / "figures" / f"{name}.svg").stat().st_size > 5000
@@ -99,6 +102,23 @@ def test_report_cli_prints_path_and_bad_dir_errors(tmp_path: Path):
         _cli(report_cli, ["report", str(tmp_path)])
     with pytest.raises(InputError, match="does not exist"):
         _cli(results_cli, ["results", str(tmp_path / "missing")])
+
+
+def test_single_setup_without_profile_skips_figures_with_notes(tmp_path: Path):
+    root = write_campaign(tmp_path, [FakeCase(replayers=1), FakeCase(replayers=2)], per_second=False)
+    html = write_report(root).read_text()
+    names = set(re.findall(r'data-figure="([^"]+)"', html))
+    assert names == set(ALL_FIGURES) - {"host_cpu_time_without_slowest", "overhead_vs_baseline", "trace_throughput"}
+    assert "not drawn — the sample summaries carry no per-second trace profile" in html
+    assert "not drawn — the campaign has a single setup" in html
+    assert "No overhead table" in html
+    assert not (root / "figures" / "trace_throughput.svg").exists()
+
+
+def test_overhead_table_in_report(report: Path):
+    html = report.read_text()
+    section = html[html.index('id="overhead"'):html.index('id="environment"')]
+    assert "container" in section and "4X" in section and "-5" in section
 
 
 def test_report_lists_incomplete_samples(tmp_path: Path):

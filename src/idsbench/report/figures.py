@@ -9,6 +9,8 @@ from typing import Any, Callable, Sequence
 from matplotlib.figure import Figure
 
 from idsbench.analysis import Campaign
+from idsbench.analysis.stats import median
+from idsbench.report.figures_load import overhead_figure, throughput_figure, vs_load_figure
 from idsbench.report.figures_time import cumulative_figure, time_figure
 from idsbench.report.style import FigureFile, save
 
@@ -54,4 +56,48 @@ def build_figures(campaign: Campaign, rows: Sequence[dict[str, Any]], colors: di
     figs.add(out_dir, "packets_cumulative", "Cumulative captured, dropped and decoded packets and KiB decoded",
              "The sensor's own cumulative counters from its stats records.",
              lambda: cumulative_figure(campaign, ok_rows, colors), "no sample has a usable counters.csv")
+    _more_figures(figs, campaign, ok_rows, colors, out_dir, baseline, overhead_rows)
     return figs
+
+
+def slowest_setup(rows: Sequence[dict[str, Any]]) -> str | None:
+    """The setup with the highest median host CPU over its cases (None with fewer than 2 setups)."""
+    by_setup: dict[str, list[float]] = {}
+    for r in rows:
+        if r.get("host_cpu_pct") is not None:
+            by_setup.setdefault(str(r["setup"]), []).append(float(r["host_cpu_pct"]))
+    if len(by_setup) < 2:
+        return None
+    return max(by_setup, key=lambda s: median(by_setup[s]) or 0.0)
+
+
+def _more_figures(figs: FigureSet, campaign: Campaign, rows: Sequence[dict[str, Any]],
+                  colors: dict[str, str], out_dir: Path, baseline: str,
+                  overhead_rows: Sequence[dict[str, Any]]) -> None:
+    slow = slowest_setup(rows)
+    figs.add(out_dir, "host_cpu_time_without_slowest", f"Host CPU over time without the slowest setup ({slow})",
+             f"As above without {slow}, the setup with the highest host CPU, so the others can be told apart.",
+             lambda: time_figure(campaign, [r for r in rows if r["setup"] != slow], colors, source="monitor",
+                                 column="host_cpu_pct", title=f"Host CPU over time without {slow} (median, 95% CI)",
+                                 ylabel="host CPU (% of all CPUs)") if slow else None,
+             "the campaign has a single setup, so there is no slowest one to leave out")
+    figs.add(out_dir, "drop_ratio_load", "Drop ratio vs load",
+             "Kernel drops in percent of captured packets (capture.kernel_drops / capture.kernel_packets); "
+             "error bars = 95% CI of the median.",
+             lambda: vs_load_figure(rows, colors, key="drop_ratio", title="Drop ratio vs load (median, 95% CI)",
+                                    ylabel="dropped (% of captured)", scale=0.01),
+             "no case has counters")
+    figs.add(out_dir, "sensor_cpu_load", "Sensor CPU vs load",
+             "Mean sensor CPU over the replay window; 100% = one core; error bars = 95% CI of the median.",
+             lambda: vs_load_figure(rows, colors, key="sensor_cpu_pct", title="Sensor CPU vs load (median, 95% CI)",
+                                    ylabel="sensor CPU (% of one core)"),
+             "no case has resource figures")
+    figs.add(out_dir, "overhead_vs_baseline", f"Overhead of each setup vs {baseline}",
+             f"Contender minus {baseline} at the same trace, rate, load and limits; whiskers = 95% bootstrap CI.",
+             lambda: overhead_figure(overhead_rows, colors, baseline),
+             f"the campaign has no {baseline} cases or no other setup with matching cases")
+    figs.add(out_dir, "trace_throughput", "Trace throughput as sent",
+             "Packets per second of each trace (summary trace.per_second) times the number of replayers: "
+             "what the sender puts on the wire at the recorded rate.",
+             lambda: throughput_figure(campaign, rows),
+             "the sample summaries carry no per-second trace profile (trace.per_second)")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 MIB = 1024 * 1024
 
@@ -13,7 +13,7 @@ def number(value: Any, digits: int = 1) -> str:
     if isinstance(value, bool):
         return str(value)
     v = float(value)
-    if v.is_integer() and abs(v) >= 100:
+    if v.is_integer():
         return f"{int(v):,}"
     if abs(v) >= 1000:
         return f"{v:,.0f}"
@@ -21,16 +21,17 @@ def number(value: Any, digits: int = 1) -> str:
 
 
 def with_ci(row: dict[str, Any], key: str, scale: float = 1.0, digits: int = 1) -> str:
-    """'median [lo–hi]' (the CI is omitted when it is a single point)."""
+    """'median [lo–hi]' with one number format for all three; the CI is omitted when it shows as a point."""
     value = row.get(key)
     if value is None:
         return "–"
-    show: Callable[[Any], str] = lambda v: number(v / scale if v is not None else None, digits)
-    ci = row.get(f"{key}_ci")
-    lo, hi = (show(ci[0]), show(ci[1])) if ci else ("", "")
-    if lo == hi:
-        return show(value)
-    return f"{show(value)} [{lo}–{hi}]"
+    ci = row.get(f"{key}_ci") or [value, value]
+    scaled = [float(v) / scale for v in (value, *ci)]
+    if all(v.is_integer() for v in scaled):
+        text = [f"{int(v):,}" for v in scaled]
+    else:
+        text = [f"{v:,.{digits}f}" for v in scaled]
+    return text[0] if text[1] == text[2] else f"{text[0]} [{text[1]}–{text[2]}]"
 
 
 # Columns of the human tables: (title, key, scale, digits). Style of the published results.

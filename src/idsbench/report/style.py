@@ -62,7 +62,7 @@ def grid(n: int, max_cols: int = 3) -> tuple[int, int]:
 
 
 def new_figure(rows: int, cols: int, title: str, *, sharex: bool = False) -> tuple[Figure, list[list[Axes]]]:
-    fig = Figure(figsize=(PANEL_W * cols, PANEL_H * rows + 0.6), layout="constrained")
+    fig = Figure(figsize=(max(PANEL_W * cols, 7.5), PANEL_H * rows + 0.6), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False, sharex=sharex)
     fig.suptitle(title, fontsize=13, fontweight="bold")
     return fig, [list(r) for r in axes]

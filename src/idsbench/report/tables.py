@@ -39,13 +39,13 @@ def to_csv(rows: Sequence[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
-def text_table(headers: Sequence[str], body: Sequence[Sequence[str]]) -> str:
-    """Left-aligned first columns, right-aligned numbers, one space-padded line per row."""
+def text_table(headers: Sequence[str], body: Sequence[Sequence[str]], right_from: int = 4) -> str:
+    """Columns before `right_from` left-aligned, the rest right-aligned; one line per row."""
     widths = [max(len(h), *(len(r[i]) for r in body)) if body else len(h) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)),
              "  ".join("-" * w for w in widths)]
     for r in body:
-        lines.append("  ".join(c.rjust(w) if i >= 4 else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))))
+        lines.append("  ".join(c.rjust(w) if i >= right_from else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))))
     return "\n".join(lines) + "\n"
 
 

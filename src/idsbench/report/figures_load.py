@@ -1,0 +1,127 @@
+"""Figures across load levels and setups: metric vs load, overhead vs baseline, trace throughput."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from idsbench.analysis import Campaign
+from idsbench.report.style import (LINESTYLES, finish_axes, grid, hide_unused, legend_once, new_figure,
+                                   variant)
+
+MIB = 1024.0 * 1024.0
+# (overhead metric, panel y label, scale of diff, use percent instead of diff)
+OVERHEAD_PANELS = (("host_cpu_pct", "extra host CPU (percentage points)", 1.0, False),
+                   ("sensor_rss_peak_bytes", "extra sensor memory (MiB)", MIB, False),
+                   ("drop_ratio", "extra drops (percentage points of captured)", 0.01, False),
+                   ("decode_ratio", "decode rate change (% of baseline)", 1.0, True))
+
+
+def _series_key(row: dict[str, Any]) -> tuple[str, str]:
+    return str(row["setup"]), variant(row)
+
+
+def vs_load_figure(rows: Sequence[dict[str, Any]], colors: dict[str, str], *, key: str, title: str,
+                   ylabel: str, scale: float = 1.0) -> Figure | None:
+    """x = load (replayers), y = median with CI error bars; one panel per (trace, rate)."""
+    rows = [r for r in rows if r.get(key) is not None]
+    if not rows:
+        return None
+    panels: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        panels.setdefault((str(r["trace"]), str(r["rate"])), []).append(r)
+    nrows, ncols = grid(len(panels), 2)
+    fig, axes = new_figure(nrows, ncols, title)
+    flat = [a for r in axes for a in r]
+    for ax, ((trace, rate), members) in zip(flat, panels.items()):
+        variants = sorted({variant(r) for r in members})
+        lines: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for r in sorted(members, key=lambda r: int(r["replayers"])):
+            lines.setdefault(_series_key(r), []).append(r)
+        for (setup, var), pts in sorted(lines.items()):
+            x = np.array([int(p["replayers"]) for p in pts])
+            y = np.array([p[key] / scale for p in pts], dtype=float)
+            ci = [p.get(f"{key}_ci") or [p[key], p[key]] for p in pts]
+            err = np.array([[yv - c[0] / scale for yv, c in zip(y, ci)], [c[1] / scale - yv for yv, c in zip(y, ci)]])
+            label = f"{setup} ({var})" if len(variants) > 1 and var else setup
+            ax.errorbar(x, y, yerr=np.clip(err, 0, None), color=colors[setup], marker="o", capsize=4,
+                        linestyle=LINESTYLES[variants.index(var) % len(LINESTYLES)], label=label)
+        loads = sorted({int(r["replayers"]) for r in members})
+        ax.set_xticks(loads, [f"{n}X" for n in loads])
+        finish_axes(ax, "load (parallel tcpreplay processes)", ylabel, f"{trace}, rate {rate}")
+    hide_unused(axes, len(panels))
+    legend_once(fig, flat)
+    return fig
+
+
+def overhead_figure(over: Sequence[dict[str, Any]], colors: dict[str, str], baseline: str) -> Figure | None:
+    """Grouped bars: per load, one bar per contender setup; whiskers = 95% bootstrap CI."""
+    if not over:
+        return None
+    fig, axes = new_figure(2, 2, f"Overhead of each setup vs {baseline} (difference of medians, 95% CI)")
+    flat = [a for r in axes for a in r]
+    keys = sorted({(str(o["setup"]), variant(o)) for o in over})
+    loads = sorted({int(o["replayers"]) for o in over})
+    width = 0.8 / max(len(keys), 1)
+    for ax, (metric, ylabel, scale, pct) in zip(flat, OVERHEAD_PANELS):
+        for i, (setup, var) in enumerate(keys):
+            xs, ys, errs = [], [], [[], []]
+            for o in over:
+                if (str(o["setup"]), variant(o)) != (setup, var):
+                    continue
+                m = o[metric]
+                value, ci = (m["pct"], m["pct_ci"]) if pct else (m["diff"], m["diff_ci"])
+                if value is None:
+                    continue
+                v = value if pct else value / scale
+                lo, hi = (ci if ci else (value, value))
+                lo, hi = (lo, hi) if pct else (lo / scale, hi / scale)
+                xs.append(loads.index(int(o["replayers"])) + (i - (len(keys) - 1) / 2) * width)
+                ys.append(v)
+                errs[0].append(max(v - lo, 0))
+                errs[1].append(max(hi - v, 0))
+            label = f"{setup} ({var})" if var and len({k[1] for k in keys}) > 1 else setup
+            ax.bar(xs, ys, width=width * 0.95, color=colors.get(setup, "#888"), label=label,
+                   yerr=errs, capsize=3, ecolor="#333")
+        ax.axhline(0, color="#333", linewidth=0.8)
+        ax.set_xticks(range(len(loads)), [f"{n}X" for n in loads])
+        finish_axes(ax, "load (parallel tcpreplay processes)", ylabel)
+    legend_once(fig, flat)
+    return fig
+
+
+def per_second_profile(campaign: Campaign, trace: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """(seconds, packets per second) of a trace from any sample's summary `trace.per_second`."""
+    for s in campaign.samples:
+        if (s.summary.get("case") or {}).get("trace") != trace:
+            continue
+        points = (s.summary.get("trace") or {}).get("per_second") or []
+        if points:
+            t = [float(p.get("t", p.get("second", i))) for i, p in enumerate(points)]
+            n = [float(p.get("packets", p.get("pkts", 0)) or 0) for p in points]
+            return np.array(t), np.array(n)
+    return None
+
+
+def throughput_figure(campaign: Campaign, rows: Sequence[dict[str, Any]]) -> Figure | None:
+    """Packets per second the sender sends at each load: trace profile × replayers (recorded rate)."""
+    traces = sorted({str(r["trace"]) for r in rows})
+    profiles = {t: per_second_profile(campaign, t) for t in traces}
+    profiles = {t: p for t, p in profiles.items() if p is not None}
+    if not profiles:
+        return None
+    nrows, ncols = grid(len(profiles), 2)
+    fig, axes = new_figure(nrows, ncols, "Trace throughput as sent (per second of the trace)")
+    flat = [a for r in axes for a in r]
+    shades = ("#444444", "#777777", "#999999", "#bbbbbb")
+    for ax, (trace, (t, n)) in zip(flat, profiles.items()):
+        loads = sorted({int(r["replayers"]) for r in rows if r["trace"] == trace})
+        for i, load in enumerate(loads):
+            ax.step(t, n * load, where="post", color=shades[i % len(shades)],
+                    linestyle=LINESTYLES[i % len(LINESTYLES)], label=f"{load}X load")
+        finish_axes(ax, "time in the trace (s)", "packets per second sent", trace)
+    hide_unused(axes, len(profiles))
+    legend_once(fig, flat)
+    return fig

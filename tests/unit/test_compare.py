@@ -1,0 +1,97 @@
+"""compare: matching cases across campaigns, directions with CIs, renderers and the CLI."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from idsbench.analysis import compare_campaigns, load_campaign
+from idsbench.cli import compare as compare_cli
+from idsbench.errors import InputError, SpecError
+from idsbench.report import compare_out
+from tests.fakecampaign import FakeCase, write_campaign
+
+
+def _pair(tmp_path: Path, samples: int = 5) -> tuple[Path, Path]:
+    """Two campaigns that differ only in the CPU limit: the tighter one drops and uses less CPU."""
+    jit = [1.0, 1.02, 0.98, 1.01, 0.99][:samples]
+    loose = [FakeCase(replayers=r, cpus=1.0, samples=samples, sensor_cpu=[40.0 * r * j for j in jit])
+             for r in (1, 2)]
+    tight = [FakeCase(replayers=r, cpus=0.5, samples=samples, sensor_cpu=[48.0 * j for j in jit],
+                      drop_fraction=[0.1 * r * j for j in jit]) for r in (1, 2)]
+    return (write_campaign(tmp_path / "loose", loose, name="loose"),
+            write_campaign(tmp_path / "tight", tight, name="tight"))
+
+
+def _cli(argv: list[str]) -> str:
+    parser = argparse.ArgumentParser()
+    compare_cli.add_parser(parser.add_subparsers())
+    args = parser.parse_args(argv)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert args.func(args) == 0
+    return out.getvalue()
+
+
+def test_cpu_limit_comparison_shows_expected_directions(tmp_path: Path):
+    a, b = _pair(tmp_path)
+    cmp = compare_campaigns(load_campaign(a), load_campaign(b))
+    assert cmp.match_keys == ("replayers",)
+    assert cmp.differs == {"cpus": (1.0, 0.5)}
+    assert len(cmp.rows) == 2 and not cmp.only_base and not cmp.only_contender
+    r1, r2 = sorted(cmp.rows, key=lambda r: r["replayers"])
+    drops = r2["metrics"]["dropped_pkts"]
+    assert drops["direction"] == "higher" and drops["ci_overlap"] is False and drops["diff"] == 8000
+    decoded = r2["metrics"]["decoded_pkts"]
+    assert decoded["direction"] == "lower" and decoded["pct"] == pytest.approx(-20.0)
+    # at 2X the tight limit caps CPU (80 -> 48, lower); at 1X it is higher (40 -> 48)
+    assert r2["metrics"]["sensor_cpu_pct"]["direction"] == "lower"
+    assert r1["metrics"]["sensor_cpu_pct"]["direction"] == "higher"
+    assert r1["metrics"]["sent_pkts"]["direction"] == "same"  # equal CIs overlap
+
+
+def test_overlapping_cis_are_not_called_a_difference(tmp_path: Path):
+    a = write_campaign(tmp_path / "a", [FakeCase(sensor_cpu=[40.0, 50.0, 60.0])], name="a")
+    b = write_campaign(tmp_path / "b", [FakeCase(sensor_cpu=[45.0, 52.0, 58.0])], name="b")
+    cmp = compare_campaigns(load_campaign(a), load_campaign(b))
+    cpu = cmp.rows[0]["metrics"]["sensor_cpu_pct"]
+    assert cpu["diff"] == 2 and cpu["ci_overlap"] is True and cpu["direction"] == "same"
+
+
+def test_unmatched_cases_are_listed(tmp_path: Path):
+    a = write_campaign(tmp_path / "a", [FakeCase(replayers=1), FakeCase(replayers=2)], name="a")
+    b = write_campaign(tmp_path / "b", [FakeCase(replayers=2), FakeCase(replayers=4)], name="b")
+    cmp = compare_campaigns(load_campaign(a), load_campaign(b))
+    assert [r["replayers"] for r in cmp.rows] == [2]
+    assert len(cmp.only_base) == 1 and "r1" in cmp.only_base[0]
+    assert len(cmp.only_contender) == 1 and "r4" in cmp.only_contender[0]
+
+
+def test_renderers(tmp_path: Path):
+    a, b = _pair(tmp_path)
+    table = _cli(["compare", str(a), str(b)])
+    assert "differs: cpus 1.0 → 0.5" in table and "▲ higher" in table and "▼ lower" in table
+    doc = json.loads(_cli(["compare", str(a), str(b), "--format", "json"]))
+    assert doc["base"] == "loose" and len(doc["rows"]) == 2
+    rows = list(csv.DictReader(io.StringIO(_cli(["compare", str(a), str(b), "--format", "csv"]))))
+    drop = next(r for r in rows if r["metric"] == "dropped_pkts" and r["case"] == "replayers=2")
+    assert drop["direction"] == "higher" and float(drop["diff"]) == 8000
+    html = _cli(["compare", str(a), str(b), "--format", "html"])
+    assert html.startswith("<!DOCTYPE html>") and "http" not in html and "class=\"higher\"" in html
+
+
+def test_cli_errors(tmp_path: Path):
+    a, _ = _pair(tmp_path)
+    with pytest.raises(InputError, match="nope"):
+        _cli(["compare", str(a), str(tmp_path / "nope")])
+    other = write_campaign(tmp_path / "o", [FakeCase(setup="container", replayers=8),
+                                             FakeCase(setup="vm", replayers=16)], name="o")
+    with pytest.raises(SpecError, match="no case"):
+        _cli(["compare", str(a), str(other)])
+    assert compare_out.ARROWS["same"]
