@@ -1,0 +1,237 @@
+"""Capture metadata (`read_info`) and packet iteration for classic pcap and pcapng files.
+
+`read_info` walks record headers in one tight loop over an mmap, dissects every packet with
+numpy, and hashes the file in a parallel thread; results are cached as JSON by sha256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from idsbench.errors import InputError
+from idsbench.traffic import dissect as dis
+from idsbench.traffic.pcapfmt import RecordIndex, index_capture
+
+INFO_SCHEMA = 2  # bump when TraceInfo's content changes: old cache entries are then ignored
+MAX_DENSE_SECONDS = 200_000
+LINK_NAMES = {0: "null", 1: "ethernet", 101: "raw", 108: "loop", 113: "linux-sll", 228: "ipv4",
+              229: "ipv6", 276: "linux-sll2", 105: "ieee802.11", 127: "ieee802.11-radiotap"}
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("IDSBENCH_CACHE") or Path.home() / ".cache" / "idsbench")
+
+
+@dataclass(frozen=True)
+class TraceInfo:
+    """What is in a capture. `bytes` is the sum of captured lengths (as capinfos' data size)."""
+
+    path: str
+    sha256: str
+    format: str
+    packets: int
+    bytes: int
+    wire_bytes: int
+    duration_s: float
+    start_unix: float
+    end_unix: float
+    max_frame: int
+    min_frame: int
+    avg_frame: float
+    link_type: int
+    link_name: str
+    flows: int  # TCP + UDP (+ SCTP) bidirectional 5-tuples
+    flows_by_transport: dict[str, int] = field(default_factory=dict)
+    proto_mix: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    per_second: tuple[dict[str, float], ...] = ()
+    mean_pps: float = 0.0
+    peak_pps: float = 0.0
+    mean_mbps: float = 0.0
+    peak_mbps: float = 0.0
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["per_second"] = [dict(p) for p in self.per_second]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TraceInfo:
+        d = dict(d)
+        d["per_second"] = tuple(d.get("per_second") or ())
+        return cls(**d)
+
+
+class Packet(NamedTuple):
+    ts_ns: int
+    caplen: int
+    wirelen: int
+    data: bytes
+    link_type: int
+
+    @property
+    def ts(self) -> float:
+        return self.ts_ns / 1e9
+
+
+@contextmanager
+def open_capture(path: Path | str):
+    """Yield (uint8 array, memoryview) over the whole file, read-only via mmap."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size == 0:
+                raise InputError(f"{p} is empty, not a pcap or pcapng capture.",
+                                 fix="give a capture that holds packets.")
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except FileNotFoundError as exc:
+        raise InputError(f"capture {p} does not exist.", fix="check the path (relative paths are "
+                         "resolved from the current directory or the spec file's directory).") from exc
+    except IsADirectoryError as exc:
+        raise InputError(f"{p} is a directory, not a capture file.", fix="give the path of a .pcap "
+                         "or .pcapng file.") from exc
+    except PermissionError as exc:
+        raise InputError(f"capture {p} is not readable.", fix="fix its permissions.") from exc
+    view = memoryview(mm)
+    buf = np.frombuffer(mm, dtype=np.uint8)
+    try:
+        yield buf, view
+    finally:
+        del buf
+        view.release()
+        try:
+            mm.close()
+        except BufferError:  # a numpy view still references it; the GC will close it
+            pass
+
+
+def iter_packets(path: Path | str) -> Iterator[Packet]:
+    """Every packet of the capture in file order: (ts_ns, caplen, wirelen, data, link_type)."""
+    with open_capture(path) as (buf, raw):
+        idx = index_capture(buf, raw, Path(path))
+        for off, cap, wire, ts, lt in zip(idx.data_off.tolist(), idx.caplen.tolist(),
+                                          idx.wirelen.tolist(), idx.ts_ns.tolist(), idx.link.tolist()):
+            yield Packet(ts, cap, wire, bytes(raw[off:off + cap]), lt)
+
+
+def sha256_of(path: Path | str) -> str:
+    with open_capture(path) as (_buf, raw):
+        return _hash(raw)
+
+
+def _hash(raw: memoryview, out: list[str] | None = None) -> str:
+    h = hashlib.sha256()
+    step = 1 << 24
+    for start in range(0, len(raw), step):
+        h.update(raw[start:start + step])  # releases the GIL: runs beside the header walk
+    digest = h.hexdigest()
+    if out is not None:
+        out.append(digest)
+    return digest
+
+
+def _stat_key(path: Path) -> str:
+    st = path.stat()
+    ident = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|{st.st_dev}"
+    return hashlib.sha1(ident.encode()).hexdigest()
+
+
+def _write_atomic(target: Path, text: str) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, target)
+
+
+def read_info(path: Path | str, cache_dir: Path | str | None = None, *, use_cache: bool = True) -> TraceInfo:
+    """Metadata of a capture (cached by sha256). Raises InputError for missing/corrupt/unknown files."""
+    p = Path(path)
+    cdir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    info_dir = cdir / "traceinfo"
+    known_sha = None
+    if use_cache and p.is_file():
+        stat_file = info_dir / "by-stat" / _stat_key(p)
+        if stat_file.exists():
+            known_sha = stat_file.read_text().strip()
+            cached = _load_cached(info_dir / f"{known_sha}.json", p)
+            if cached is not None:
+                return cached
+    with open_capture(p) as (buf, raw):
+        digests: list[str] = []
+        hasher = threading.Thread(target=_hash, args=(raw, digests), daemon=True)
+        hasher.start()
+        try:
+            idx = index_capture(buf, raw, p)
+            info = _summarise(p, buf, idx)
+        finally:
+            hasher.join()
+    info = TraceInfo.from_dict({**info.to_dict(), "sha256": digests[0]})
+    if use_cache:
+        try:
+            _write_atomic(info_dir / f"{info.sha256}.json",
+                          json.dumps({"schema": INFO_SCHEMA, "info": info.to_dict()}))
+            _write_atomic(info_dir / "by-stat" / _stat_key(p), info.sha256)
+        except OSError:
+            pass  # an unwritable cache only costs speed
+    return info
+
+
+def _load_cached(file: Path, p: Path) -> TraceInfo | None:
+    try:
+        doc = json.loads(file.read_text())
+        if doc.get("schema") != INFO_SCHEMA:
+            return None
+        return TraceInfo.from_dict({**doc["info"], "path": str(p)})
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _summarise(p: Path, buf: np.ndarray, idx: RecordIndex) -> TraceInfo:
+    n = idx.packets
+    cap = idx.caplen
+    if n == 0:
+        return TraceInfo(path=str(p), sha256="", format=idx.fmt, packets=0, bytes=0, wire_bytes=0,
+                         duration_s=0.0, start_unix=0.0, end_unix=0.0, max_frame=0, min_frame=0,
+                         avg_frame=0.0, link_type=idx.link_type,
+                         link_name=LINK_NAMES.get(idx.link_type, f"dlt-{idx.link_type}"), flows=0)
+    d = dis.dissect(buf, idx)
+    flows = dis.count_flows(d)
+    by_transport, by_port = dis.proto_mix(d, cap)
+    t0, t1 = int(idx.ts_ns.min()), int(idx.ts_ns.max())
+    duration = (t1 - t0) / 1e9
+    sec = (idx.ts_ns - t0) // 1_000_000_000
+    # dense seconds, except for captures spanning absurd times (a bogus timestamp): then only
+    # the seconds that hold packets are listed, so memory stays bounded
+    secs, inv = np.unique(sec, return_inverse=True)
+    pk = np.bincount(inv, minlength=secs.size)
+    by = np.bincount(inv, weights=cap, minlength=secs.size).astype(np.int64)
+    if secs[-1] < MAX_DENSE_SECONDS:
+        dense_pk = np.zeros(int(secs[-1]) + 1, dtype=np.int64)
+        dense_by = np.zeros_like(dense_pk)
+        dense_pk[secs], dense_by[secs] = pk, by
+        secs, pk, by = np.arange(dense_pk.size), dense_pk, dense_by
+    per_second = tuple({"t": t, "packets": a, "bytes": b}
+                       for t, a, b in zip(secs.tolist(), pk.tolist(), by.tolist()))
+    total = int(cap.sum())
+    span = duration if duration > 0 else 1.0
+    return TraceInfo(
+        path=str(p), sha256="", format=idx.fmt, packets=n, bytes=total, wire_bytes=int(idx.wirelen.sum()),
+        duration_s=round(duration, 9), start_unix=t0 / 1e9, end_unix=t1 / 1e9,
+        max_frame=int(cap.max()), min_frame=int(cap.min()), avg_frame=round(total / n, 3),
+        link_type=idx.link_type, link_name=LINK_NAMES.get(idx.link_type, f"dlt-{idx.link_type}"),
+        flows=int(sum(flows.values())), flows_by_transport=flows,
+        proto_mix={"transport": by_transport, "port": by_port}, per_second=per_second,
+        mean_pps=round(n / span, 3), peak_pps=float(pk.max()),
+        mean_mbps=round(total * 8 / span / 1e6, 6), peak_mbps=round(float(by.max()) * 8 / 1e6, 6),
+    )
