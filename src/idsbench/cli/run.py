@@ -7,7 +7,6 @@ import sys
 import time
 from pathlib import Path
 
-from idsbench.run.campaign import run_campaign
 from idsbench.spec import load_spec
 
 
@@ -25,6 +24,8 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from idsbench.run.campaign import run_campaign  # heavy imports only when running
+
     spec = load_spec(args.spec)
     if args.resume and not args.out:
         print("idsbench: --resume needs --out DIR (the campaign to complete)", file=sys.stderr)

@@ -160,10 +160,12 @@ def _collect(ctx: CampaignContext, case: Case, run, sample_dir: Path, summary: d
     series: list[CounterPoint] = []
     final = Counters()
     try:
-        series = run.counter_series()
         final = run.final_counters()
+        series = run.counter_series()
     except SensorFailed as exc:
         warnings.append(str(exc))
+    if run.last_eve_scan is not None:
+        warnings.extend(run.last_eve_scan.warnings)
     _write_counters_csv(sample_dir / "counters.csv", series)
     summary["sensor"] = {
         "engine": ctx.spec.sensor.engine, "version": ctx.sensor_version,

@@ -1,0 +1,55 @@
+"""Shared fixtures for integration tests: root, real programs, per-test state and cache dirs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[3] / "shared"
+PCAPS = SHARED / "data" / "pcaps"
+RULES = SHARED / "data" / "rules"
+TEST_PREFIX = "ibc"
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/integration" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def need_root():
+    if os.geteuid() != 0:
+        pytest.skip("integration tests need root (namespaces, veth, cgroups)")
+    for prog in ("suricata", "tcpreplay", "ip", "ethtool"):
+        if shutil.which(prog) is None:
+            pytest.skip(f"{prog} is not installed (run `make setup`)")
+
+
+@pytest.fixture
+def pcaps():
+    if not PCAPS.is_dir():
+        pytest.skip(f"shared test captures not found at {PCAPS} (../shared/data/pcaps beside the checkout)")
+    return PCAPS
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory):
+    """One cache for the session (builtin traces are synthesized once)."""
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture
+def state_dir(tmp_path):
+    """A state dir of the test's own; asserts the test left no resources behind."""
+    d = tmp_path / "state"
+    d.mkdir()
+    yield d
+    leftovers = list(d.glob("*.json"))
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    ours = [line.split()[0] for line in namespaces.splitlines() if line.startswith(TEST_PREFIX)]
+    assert not leftovers and not ours, f"test left resources: {leftovers} {ours}"

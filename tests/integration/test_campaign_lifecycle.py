@@ -1,0 +1,124 @@
+"""Bad inputs fail before any sample; SIGKILL mid-sample leaves nothing after cleanup; resume completes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import TEST_PREFIX
+
+pytestmark = pytest.mark.usefixtures("need_root")
+
+
+def _idsbench(*args, env, timeout=300, **kw):
+    return subprocess.run([sys.executable, "-m", "idsbench.cli.main", *map(str, args)], env=env,
+                          capture_output=True, text=True, timeout=timeout, **kw)
+
+
+@pytest.fixture
+def env(state_dir, cache_dir):
+    return {**os.environ, "IDSBENCH_STATE_DIR": str(state_dir), "IDSBENCH_CACHE": str(cache_dir),
+            "IDSBENCH_PREFIX": TEST_PREFIX}
+
+
+def _write_spec(path: Path, traces, *, replayers=(1,), samples=1, pps=500, rules=None) -> Path:
+    lines = [f'name = "{path.stem}"', f"samples = {samples}", "[traffic]",
+             f"traces = {json.dumps([str(t) for t in traces])}", f"replayers = {list(replayers)}",
+             f"rate = {{ pps = {pps} }}", "[timing]", "settle_s = 1"]
+    if rules:
+        lines += ["[sensor]", f"rules = {json.dumps([str(r) for r in rules])}"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _netns_with_prefix() -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.startswith(TEST_PREFIX)]
+
+
+@pytest.mark.parametrize("case", ["bad-spec", "missing-pcap", "corrupt-pcap", "bad-rules"])
+def test_bad_input_fails_before_any_sample(tmp_path, env, pcaps, case):
+    good = pcaps / "sv_smtp-data-rejected.pcap"
+    if case == "bad-spec":
+        spec = tmp_path / "s.toml"
+        spec.write_text('name = "s"\n[traffic]\nreplayers = [0]\nratee = "topspeed"\n')
+        needle = "traffic.replayers"
+    elif case == "missing-pcap":
+        spec = _write_spec(tmp_path / "s.toml", [tmp_path / "nope.pcap"])
+        needle = "nope.pcap"
+    elif case == "corrupt-pcap":
+        bad = tmp_path / "corrupt.pcap"
+        bad.write_bytes(good.read_bytes()[:24] + b"\xff" * 40)
+        spec = _write_spec(tmp_path / "s.toml", [bad])
+        needle = "corrupt.pcap"
+    else:
+        rules = tmp_path / "broken.rules"
+        rules.write_text('alert tcp any any -> any any (msg:"x"; content:"a"; sid:1; rev:1;\n'
+                         'this is not a rule\n')
+        spec = _write_spec(tmp_path / "s.toml", [good], rules=[rules])
+        needle = "broken.rules"
+    out = tmp_path / "out"
+    done = _idsbench("run", spec, "--out", out, "--no-report", env=env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    message = done.stderr.strip()
+    assert needle in message, message
+    assert "Fix:" in message or "fix" in message.lower()
+    assert not (out / "cases").exists()  # no sample started
+
+
+def test_sigkill_then_cleanup_then_resume(tmp_path, env, pcaps):
+    trace = pcaps / "zeek_modbusBig.pcap"  # 13,622 packets: ~4.5 s per replay at 3000 pps
+    spec = _write_spec(tmp_path / "k.toml", [trace], replayers=(1, 2), pps=3000)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "idsbench.cli.main", "run", str(spec), "--out", str(out),
+                             "--no-report"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        first = None
+        while time.time() < deadline and proc.poll() is None:
+            done = sorted(out.glob("cases/*/s0/summary.json"))
+            replaying = [p for p in out.glob("cases/*/s0/replay-0.txt") if not (p.parent / "summary.json").exists()]
+            if done and replaying:
+                first = done[0]
+                break
+            time.sleep(0.1)
+        assert first is not None, "the second sample never started replaying"
+        time.sleep(1.0)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert _netns_with_prefix(), "a killed run should have left its namespaces (else the test proves nothing)"
+    state_files = list(Path(env["IDSBENCH_STATE_DIR"]).glob("*.json"))
+    assert state_files
+    pids = [r["pid"] for f in state_files for r in json.loads(f.read_text())["resources"] if r["kind"] == "process"]
+    assert pids and any(Path(f"/proc/{p}").exists() for p in pids)
+
+    cleaned = _idsbench("cleanup", env=env)
+    assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
+    assert "removed netns" in cleaned.stdout
+    assert _netns_with_prefix() == []
+    assert list(Path(env["IDSBENCH_STATE_DIR"]).glob("*.json")) == []
+    time.sleep(0.2)
+    for pid in pids:
+        stat = Path(f"/proc/{pid}/stat")
+        assert not stat.exists() or stat.read_text().split(") ")[1].startswith("Z"), f"pid {pid} survived"
+
+    first_mtime = first.stat().st_mtime_ns
+    resumed = _idsbench("run", spec, "--out", out, "--resume", "--no-report", env=env)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "1 samples run, 1 already complete" in resumed.stdout
+    assert first.stat().st_mtime_ns == first_mtime
+    summaries = [json.loads(p.read_text()) for p in out.glob("cases/*/s0/summary.json")]
+    assert len(summaries) == 2
+    assert all(s["status"] == "ok" and s["sensor"]["counters"]["dropped_pkts"] == 0 for s in summaries)
