@@ -32,6 +32,8 @@ class Case:
     setup: str
     cpus: float | None
     memory: str | None
+    flows: str = "distinct"
+    duration_s: float | None = None
     samples: tuple[Sample, ...] = field(default=(), compare=False)
 
     @property
@@ -48,6 +50,8 @@ class Case:
             "setup": self.setup,
             "cpus": self.cpus,
             "memory": self.memory,
+            "flows": self.flows,
+            "duration_s": self.duration_s,
         }
 
     @property
@@ -81,7 +85,8 @@ def plan(spec: Spec) -> list[Case]:
     )
     for setup, cpus, memory, trace, rate, replayers in axes:
         case = Case(trace=trace, replayers=replayers, rate=rate, loops=spec.traffic.loops,
-                    setup=setup, cpus=cpus, memory=memory)
+                    setup=setup, cpus=cpus, memory=memory, flows=spec.traffic.flows,
+                    duration_s=spec.traffic.duration_s)
         samples = tuple(Sample(case.case_id, k) for k in range(spec.samples))
         cases.append(Case(**{**_fields(case), "samples": samples}))
     ids = [c.case_id for c in cases]
@@ -93,5 +98,6 @@ def plan(spec: Spec) -> list[Case]:
 
 
 def _fields(case: Case) -> dict:
-    return {f: getattr(case, f) for f in ("trace", "replayers", "rate", "loops", "setup", "cpus", "memory")}
+    names = ("trace", "replayers", "rate", "loops", "setup", "cpus", "memory", "flows", "duration_s")
+    return {f: getattr(case, f) for f in names}
 

@@ -78,6 +78,14 @@ class Traffic(_Frozen):
     replayers: list[Annotated[int, Field(ge=1, le=64)]] = Field(default_factory=lambda: [1], min_length=1)
     rate: list[Rate] = Field(default_factory=lambda: [Rate(kind="recorded")], min_length=1)
     loops: int = Field(1, ge=1)
+    duration_s: float | None = Field(None, gt=0)  # loop the trace until this many seconds passed
+    flows: Literal["distinct", "identical"] = "distinct"  # each replayer its own flows, or copies
+
+    @model_validator(mode="after")
+    def _loops_or_duration(self) -> "Traffic":
+        if self.duration_s is not None and self.loops != 1:
+            raise ValueError("give either loops or duration_s, not both")
+        return self
 
     @field_validator("traces", "replayers", "rate", mode="before")
     @classmethod

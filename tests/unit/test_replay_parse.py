@@ -48,3 +48,18 @@ def test_requested_pps():
     assert replay.requested_pps(Rate(kind="pps", value=5), 1000, 10.0, 500_000) == 5.0
     assert replay.requested_pps(Rate(kind="mbps", value=8), 1000, 10.0, 500_000) == 2000.0
     assert replay.requested_pps(Rate(kind="topspeed"), 1000, 10.0, 500_000) is None
+
+
+def test_duration_loops_until_time():
+    argv = replay.tcpreplay_argv("ibtx0", Path("/x.pcap"), Rate(kind="recorded"), 1, 100, duration_s=30)
+    assert "--loop=0" in argv and "--duration=30" in argv
+
+
+def test_overrun_flags_a_slow_sender():
+    ok = replay.parse_output(OUTPUT, index=0, requested=2000.0, exit_code=0, planned_s=0.0895)
+    assert not ok.fell_short()
+    slow = replay.parse_output(OUTPUT, index=0, requested=None, exit_code=0, planned_s=0.05)
+    assert slow.overrun > 0.7 and slow.fell_short()
+    assert replay.planned_seconds(1000, 100.0, None) == 10.0
+    assert replay.planned_seconds(1000, None, 30.0) == 30.0
+    assert replay.planned_seconds(1000, None, None) is None

@@ -73,3 +73,13 @@ def test_paths_relative_to_spec(tmp_path):
     (tmp_path / "s.toml").write_text('name = "x"\n[traffic]\ntraces = ["caps/a.pcap"]\n')
     spec = load_spec(tmp_path / "s.toml")
     assert spec.resolve_path("caps/a.pcap") == tmp_path / "caps" / "a.pcap"
+
+
+def test_flows_and_duration():
+    spec = spec_from_dict({"name": "x", "traffic": {"duration_s": 30, "flows": "identical"}})
+    assert spec.traffic.duration_s == 30 and spec.traffic.flows == "identical"
+    assert spec_from_dict({"name": "x"}).traffic.flows == "distinct"
+    with pytest.raises(SpecError, match="either loops or duration_s"):
+        spec_from_dict({"name": "x", "traffic": {"duration_s": 30, "loops": 2}})
+    with pytest.raises(SpecError, match="traffic.flows"):
+        spec_from_dict({"name": "x", "traffic": {"flows": "random"}})

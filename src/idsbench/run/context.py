@@ -11,6 +11,7 @@ from idsbench.monitor.sensor import CgroupStats
 from idsbench.plan import Case
 from idsbench.sensors.suricata import Suricata
 from idsbench.spec import Spec
+from idsbench.traffic.rewrite import distinct_copy
 from idsbench.store.layout import CampaignDir
 from idsbench.wire.netns import WireEnds
 
@@ -52,8 +53,11 @@ class CampaignContext:
     name_prefix: str = "ib"
 
     def replay_paths(self, case: Case) -> list[Path]:
-        """The capture each replayer sends."""
-        return [self.traces[case.trace].path] * case.replayers
+        """The capture each replayer sends: its own rewritten copy (distinct flows), or the same."""
+        original = self.traces[case.trace].path
+        if case.flows == "identical" or case.replayers == 1:
+            return [original] * case.replayers
+        return [distinct_copy(original, i, self.cache_dir) for i in range(case.replayers)]
 
     def make_sampler(self, out_csv: Path, wire: WireEnds, stats: CgroupStats,
                      extra: list[Source]) -> Sampler:

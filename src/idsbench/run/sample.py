@@ -110,33 +110,38 @@ def _replay(ctx: CampaignContext, case: Case, wire: WireEnds, sup: Supervisor, c
             sample_dir: Path, summary: dict, warnings: list[str]) -> None:
     trace = ctx.traces[case.trace]
     requested = replay.requested_pps(case.rate, trace.packets, trace.duration_s, trace.bytes)
-    paths = ctx.replay_paths(case)
+    planned = replay.planned_seconds(trace.packets * case.loops, requested, case.duration_s)
     children = []
     start = time.time()
-    for i, pcap in enumerate(paths):
-        argv = replay.tcpreplay_argv(wire.sender_if, pcap, case.rate, case.loops, trace.bytes)
+    for i, pcap in enumerate(ctx.replay_paths(case)):
+        argv = replay.tcpreplay_argv(wire.sender_if, pcap, case.rate, case.loops, trace.bytes,
+                                     case.duration_s)
         children.append(sup.start(argv, name=f"tcpreplay-{i}", stdout=sample_dir / f"replay-{i}.txt",
                                   netns=wire.sender_ns, cpus=cpus))
-    finished = wait_all(children, ctx.spec.timing.replay_timeout_s)
+    timeout = ctx.spec.timing.replay_timeout_s
+    finished = wait_all(children, timeout)
     end = time.time()
     results = []
     for i, child in enumerate(children):
         sup.stop(child, timeout=5.0)
         text = (sample_dir / f"replay-{i}.txt").read_text(errors="replace")
-        result = replay.parse_output(text, index=i, requested=requested, exit_code=child.returncode)
+        result = replay.parse_output(text, index=i, requested=requested, exit_code=child.returncode,
+                                     planned_s=planned)
         results.append(result)
-        if child.returncode != 0:
+        if child.returncode != 0 and finished:
             fatal = replay.fatal_message(text) or f"exit status {child.returncode}"
             warnings.append(f"replayer {i} failed: {fatal}")
             summary["status"] = "replay-failed"
-        elif result.shortfall is not None and result.shortfall > replay.SHORTFALL_TOLERANCE:
+        elif result.fell_short():
             warnings.append(
-                f"replayer {i} sent {result.pps:.0f} pps, {result.shortfall:.0%} below the requested "
-                f"{requested:.0f} pps: the sender could not keep the rate (fewer replayers or a lower "
-                "rate give a cleaner load)"
+                f"replayer {i} sent {result.pps:.0f} pps in {result.elapsed_s:.2f} s; requested "
+                f"{requested or 0:.0f} pps for {planned or 0:.2f} s: the sender could not keep the rate "
+                "(fewer replayers or a lower rate give a cleaner load)"
             )
+            if "sender-short" not in summary["labels"]:
+                summary["labels"].append("sender-short")
     if not finished:
-        warnings.append(f"the replay did not finish within {ctx.spec.timing.replay_timeout_s:.0f} s")
+        warnings.append(f"the replay did not finish within {timeout:.0f} s (timing.replay_timeout_s)")
         summary["status"] = "replay-failed"
     summary["replay"] = {
         "start_unix": start, "end_unix": end,
@@ -144,6 +149,8 @@ def _replay(ctx: CampaignContext, case: Case, wire: WireEnds, sup: Supervisor, c
         "sent_bytes": sum(r.bytes_sent for r in results),
         "failed_pkts": sum(r.failed for r in results),
         "requested_pps_per_replayer": requested,
+        "planned_s": planned,
+        "sender_short": any(r.fell_short() for r in results),
         "replayers": [r.to_json() for r in results],
     }
 
@@ -184,9 +191,9 @@ def _collect(ctx: CampaignContext, case: Case, run, sample_dir: Path, summary: d
 
 
 def _check_invariants(case: Case, summary: dict, final: Counters, warnings: list[str]) -> None:
-    expected = case.replayers * case.loops * summary["trace"]["packets"]
     sent = summary["replay"]["sent_pkts"]
-    if sent != expected:
+    expected = case.replayers * case.loops * summary["trace"]["packets"]
+    if case.duration_s is None and sent != expected:
         warnings.append(f"sent {sent} packets, expected {expected} (replayers × loops × trace packets)")
     if final.captured_pkts != final.decoded_pkts + final.dropped_pkts:
         warnings.append(

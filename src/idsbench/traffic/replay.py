@@ -28,9 +28,21 @@ class ReplayResult:
     mbps: float
     requested_pps: float | None
     exit_code: int | None
+    planned_s: float | None = None  # how long the replay should take at the requested rate
 
     def to_json(self) -> dict:
         return asdict(self)
+
+    @property
+    def overrun(self) -> float | None:
+        """Fraction longer than planned (0.1 = took 10% longer), None without a plan."""
+        if not self.planned_s or self.elapsed_s <= 0:
+            return None
+        return max(0.0, self.elapsed_s / self.planned_s - 1.0)
+
+    def fell_short(self) -> bool:
+        """The sender could not keep the requested rate (more than the tolerance off)."""
+        return any(x is not None and x > SHORTFALL_TOLERANCE for x in (self.shortfall, self.overrun))
 
     @property
     def shortfall(self) -> float | None:
@@ -40,9 +52,15 @@ class ReplayResult:
         return max(0.0, 1.0 - self.pps / self.requested_pps)
 
 
-def tcpreplay_argv(interface: str, pcap: Path, rate: Rate, loops: int, pcap_bytes: int) -> list[str]:
-    argv = ["tcpreplay", "-i", interface, f"--loop={loops}", "--no-flow-stats"]
-    if loops > 1 or pcap_bytes <= PRELOAD_LIMIT_BYTES:
+def tcpreplay_argv(interface: str, pcap: Path, rate: Rate, loops: int, pcap_bytes: int,
+                   duration_s: float | None = None) -> list[str]:
+    """argv for one replayer. With `duration_s`, the trace loops until that many seconds passed."""
+    argv = ["tcpreplay", "-i", interface, "--no-flow-stats"]
+    if duration_s is not None:
+        argv += ["--loop=0", f"--duration={max(1, round(duration_s))}"]
+    else:
+        argv.append(f"--loop={loops}")
+    if loops > 1 or duration_s is not None or pcap_bytes <= PRELOAD_LIMIT_BYTES:
         argv.append("--preload-pcap")
     if rate.kind == "topspeed":
         argv.append("--topspeed")
@@ -77,7 +95,17 @@ _FAILED = re.compile(r"Failed packets:\s+(\d+)")
 _TRUNCATED = re.compile(r"Truncated packets:\s+(\d+)")
 
 
-def parse_output(text: str, *, index: int, requested: float | None, exit_code: int | None) -> ReplayResult:
+def planned_seconds(packets: int, requested: float | None, duration_s: float | None) -> float | None:
+    """Planned replay time: the fixed duration, or packets at the requested rate."""
+    if duration_s is not None:
+        return duration_s
+    if requested and packets:
+        return packets / requested
+    return None
+
+
+def parse_output(text: str, *, index: int, requested: float | None, exit_code: int | None,
+                 planned_s: float | None = None) -> ReplayResult:
     """Parse tcpreplay's final report. Missing figures (a replayer that died) count as 0."""
     actual = _ACTUAL.search(text)
     rated = _RATED.search(text)
@@ -94,6 +122,7 @@ def parse_output(text: str, *, index: int, requested: float | None, exit_code: i
         truncated=int(truncated.group(1)) if truncated else 0,
         requested_pps=requested,
         exit_code=exit_code,
+        planned_s=planned_s,
     )
 
 
