@@ -60,7 +60,7 @@ def test_report_has_table_with_cis_figures_and_raw_links(report: Path, campaign)
     for case in cases:
         assert f'href="cases/{case.case_id}/s4/summary.json"' in html
     # median [CI] cells in the results table (sensor CPU of container 4X: 85.0 [83.3–86.7])
-    assert "85.0 [83.3–86.7]" in html
+    assert "85.0<br><span class=\"ci\">[83.3–86.7]</span>" in html
     figures = re.findall(r'<img src="data:image/svg\+xml;base64,([^"]+)" alt="[^"]+" data-figure="([^"]+)"', html)
     names = {name for _, name in figures}
     assert names == set(ALL_FIGURES)

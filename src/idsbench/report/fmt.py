@@ -20,18 +20,24 @@ def number(value: Any, digits: int = 1) -> str:
     return f"{v:.{digits}f}"
 
 
-def with_ci(row: dict[str, Any], key: str, scale: float = 1.0, digits: int = 1) -> str:
-    """'median [lo–hi]' with one number format for all three; the CI is omitted when it shows as a point."""
+def median_and_ci(row: dict[str, Any], key: str, scale: float = 1.0, digits: int = 1) -> tuple[str, str]:
+    """('median', '[lo–hi]') with one number format for all three; '' when the CI shows as a point."""
     value = row.get(key)
     if value is None:
-        return "–"
+        return "–", ""
     ci = row.get(f"{key}_ci") or [value, value]
     scaled = [float(v) / scale for v in (value, *ci)]
     if all(v.is_integer() for v in scaled):
         text = [f"{int(v):,}" for v in scaled]
     else:
         text = [f"{v:,.{digits}f}" for v in scaled]
-    return text[0] if text[1] == text[2] else f"{text[0]} [{text[1]}–{text[2]}]"
+    return text[0], ("" if text[1] == text[2] else f"[{text[1]}–{text[2]}]")
+
+
+def with_ci(row: dict[str, Any], key: str, scale: float = 1.0, digits: int = 1) -> str:
+    """'median [lo–hi]' (the CI is omitted when it shows as a single point)."""
+    value, ci = median_and_ci(row, key, scale, digits)
+    return f"{value} {ci}" if ci else value
 
 
 # Columns of the human tables: (title, key, scale, digits). Style of the published results.

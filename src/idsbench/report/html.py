@@ -14,7 +14,7 @@ from idsbench.analysis import OVERHEAD_METRICS, Campaign, case_table, load_campa
 from idsbench.analysis.stats import ci_coverage
 from idsbench.report import tables
 from idsbench.report.figures import build_figures
-from idsbench.report.fmt import COLUMNS, MIB, load_label, number, with_ci
+from idsbench.report.fmt import COLUMNS, MIB, load_label, median_and_ci, number
 from idsbench.report.style import setup_colors, variant
 
 RAW_FILES = ("summary.json", "counters.csv", "monitor.csv", "eve.json", "suricata.log", "suricata.yaml")
@@ -77,7 +77,7 @@ def _row_view(row: dict[str, Any]) -> dict[str, Any]:
     return {"setup": row["setup"], "variant": variant(row), "trace": row["trace"], "rate": row["rate"],
             "load": load_label(row), "samples": row["samples"], "status": row["status"],
             "labels": ", ".join(row["labels"]),
-            "cells": [with_ci(row, key, scale, digits) for _, key, scale, digits in COLUMNS]}
+            "cells": [median_and_ci(row, key, scale, digits) for _, key, scale, digits in COLUMNS]}
 
 
 def _overhead_view(o: dict[str, Any]) -> dict[str, Any]:
@@ -87,14 +87,15 @@ def _overhead_view(o: dict[str, Any]) -> dict[str, Any]:
         if pct_only:
             cells.append(_ci_text(m["pct"], m["pct_ci"], 1.0, digits))
         else:
+            value, ci = _ci_text(m["diff"], m["diff_ci"], scale, digits)
             pct = f" ({number(m['pct'], 1)}%)" if m["pct"] is not None else ""
-            cells.append(_ci_text(m["diff"], m["diff_ci"], scale, digits) + pct)
+            cells.append((value + pct, ci))
     return {"setup": o["setup"], "trace": o["trace"], "rate": o["rate"], "load": f"{o['replayers']}X",
             "cells": cells}
 
 
-def _ci_text(value: float | None, ci: list[float] | None, scale: float, digits: int) -> str:
-    return with_ci({"v": value, "v_ci": ci}, "v", scale, digits)
+def _ci_text(value: float | None, ci: list[float] | None, scale: float, digits: int) -> tuple[str, str]:
+    return median_and_ci({"v": value, "v_ci": ci}, "v", scale, digits)
 
 
 def _environment(campaign: Campaign) -> list[tuple[str, str]]:
