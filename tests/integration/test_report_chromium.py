@@ -142,7 +142,7 @@ def rendered(tmp_path_factory):
 
 def test_every_figure_rendered(rendered):
     imgs = rendered["dom"]["imgs"]
-    assert len(imgs) == 9
+    assert len(imgs) == 10
     for img in imgs:
         assert img["src"].startswith("data:image/svg+xml;base64,"), img
         assert img["complete"] and img["w"] > 300 and img["h"] > 200 and img["shown"] > 300, img

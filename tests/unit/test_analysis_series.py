@@ -66,3 +66,13 @@ def test_combine_counts_samples_per_checkpoint():
     frame = combine([a, b]).set_index("t_s")
     assert frame.loc[0.0, "n"] == 1 and frame.loc[1.0, "n"] == 2
     assert frame.loc[2.0, "median"] == 4.5 and (frame.loc[2.0, "lo"], frame.loc[2.0, "hi"]) == (3.0, 6.0)
+
+
+def test_per_second_rate_of_a_cumulative_counter(tmp_path: Path):
+    case = FakeCase(samples=3, duration_s=20.0, clock_offset_s=[0.0, 0.5, 0.9], clock_drift=[0.0, 0.04, -0.03])
+    c = load_campaign(write_campaign(tmp_path, [case]))
+    rate = aligned(c, case.case_id, "monitor", "sender_tx_pkts", per_second=True).set_index("t_s")
+    expected = case.sent_pkts / case.duration_s  # 1000 pps during the replay
+    for t in (3.0, 10.0, 17.0):
+        assert rate.loc[t, "median"] == pytest.approx(expected, rel=0.02)
+    assert rate.loc[-2.0, "median"] == 0

@@ -20,7 +20,7 @@ from tests.fakecampaign import FakeCase, standard_campaign, write_campaign
 
 ALL_FIGURES = ("sensor_cpu_time", "sensor_mem_time", "host_cpu_time", "packets_cumulative",
                "host_cpu_time_without_slowest", "drop_ratio_load", "sensor_cpu_load", "overhead_vs_baseline",
-               "trace_throughput")
+               "trace_throughput", "sent_rate_time")
 URL_ATTR = re.compile(r'(?:src|href)\s*=\s*"([^"]*)"', re.I)
 
 

@@ -82,23 +82,22 @@ def combine(series: list[pd.Series], level: float = 0.95) -> pd.DataFrame:
 
 
 def aligned(campaign: Campaign, case_id: str, source: str, column: str, *,
-            interval: float | None = None, level: float = 0.95) -> pd.DataFrame:
+            interval: float | None = None, level: float = 0.95, per_second: bool = False) -> pd.DataFrame:
     """`column` of `source` ("counters" or "monitor") for every complete ok sample of the case,
-    aligned on seconds since replay start: DataFrame t_s, median, lo, hi, n."""
+    aligned on seconds since replay start: DataFrame t_s, median, lo, hi, n. With `per_second`, a
+    cumulative column becomes each sample's rate per second between checkpoints before combining."""
     if source not in SOURCES:
         raise ValueError(f"source must be one of {sorted(SOURCES)}, not {source!r}")
     step = interval or campaign.stats_interval_s
     samples = campaign.samples_of(case_id)
     ok = [s for s in samples if s.status == "ok"] or samples
-    return combine([sample_series(s, source, column, step) for s in ok], level)
+    series = [sample_series(s, source, column, step) for s in ok]
+    if per_second:
+        series = [_rate(x) for x in series if x is not None]
+    return combine(series, level)
 
 
-def rate_of(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per-second rate of a cumulative aligned series (median column), for throughput plots."""
-    if frame.empty:
-        return frame
-    dt = frame["t_s"].diff()
-    out = frame.copy()
-    for col in ("median", "lo", "hi"):
-        out[col] = frame[col].diff() / dt
-    return out.iloc[1:].reset_index(drop=True)
+def _rate(series: pd.Series) -> pd.Series:
+    """Per-second rate over each checkpoint interval, stamped at the interval's end."""
+    t = pd.Series(series.index, index=series.index, dtype=float)
+    return (series.diff() / t.diff()).iloc[1:]

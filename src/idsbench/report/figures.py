@@ -96,6 +96,13 @@ def _more_figures(figs: FigureSet, campaign: Campaign, rows: Sequence[dict[str, 
              f"Contender minus {baseline} at the same trace, rate, load and limits; whiskers = 95% bootstrap CI.",
              lambda: overhead_figure(overhead_rows, colors, baseline),
              f"the campaign has no {baseline} cases or no other setup with matching cases")
+    figs.add(out_dir, "sent_rate_time", "Packets sent per second over time (measured)",
+             "Transmitted packets per second on the sender's end of the wire (monitor sender_tx_pkts), "
+             "per sample between checkpoints, then the median across samples.",
+             lambda: time_figure(campaign, rows, colors, source="monitor", column="sender_tx_pkts",
+                                 title="Packets sent per second, measured at the sender (median, 95% CI)",
+                                 ylabel="packets per second", per_second=True),
+             "no monitor.csv has a sender_tx_pkts column")
     figs.add(out_dir, "trace_throughput", "Trace throughput as sent",
              "Packets per second of each trace (summary trace.per_second) times the number of replayers: "
              "what the sender puts on the wire at the recorded rate.",

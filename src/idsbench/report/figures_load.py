@@ -8,6 +8,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from idsbench.analysis import Campaign
+from idsbench.plan import trace_label
 from idsbench.report.style import (LINESTYLES, finish_axes, grid, hide_unused, legend_once, new_figure,
                                    variant)
 
@@ -50,7 +51,7 @@ def vs_load_figure(rows: Sequence[dict[str, Any]], colors: dict[str, str], *, ke
                         linestyle=LINESTYLES[variants.index(var) % len(LINESTYLES)], label=label)
         loads = sorted({int(r["replayers"]) for r in members})
         ax.set_xticks(loads, [f"{n}X" for n in loads])
-        finish_axes(ax, "load (parallel tcpreplay processes)", ylabel, f"{trace}, rate {rate}")
+        finish_axes(ax, "load (parallel tcpreplay processes)", ylabel, f"{trace_label(trace)}, rate {rate}")
     hide_unused(axes, len(panels))
     legend_once(fig, flat)
     return fig
@@ -121,7 +122,9 @@ def throughput_figure(campaign: Campaign, rows: Sequence[dict[str, Any]]) -> Fig
         for i, load in enumerate(loads):
             ax.step(t, n * load, where="post", color=shades[i % len(shades)],
                     linestyle=LINESTYLES[i % len(LINESTYLES)], label=f"{load}X load")
-        finish_axes(ax, "time in the trace (s)", "packets per second sent", trace)
+        rates = sorted({str(r["rate"]) for r in rows if r["trace"] == trace})
+        note = "" if rates == ["recorded"] else f"\n(profile at the recorded rate; replayed at {', '.join(rates)})"
+        finish_axes(ax, "time in the trace (s)", "packets per second sent", trace_label(trace) + note)
     hide_unused(axes, len(profiles))
     legend_once(fig, flat)
     return fig

@@ -36,8 +36,9 @@ def _style(row: dict[str, Any], rows: Sequence[dict[str, Any]]) -> str:
 
 
 def _plot_case(ax: Axes, campaign: Campaign, row: dict[str, Any], rows: Sequence[dict[str, Any]],
-               colors: dict[str, str], source: str, column: str, scale: float) -> bool:
-    frame = aligned(campaign, row["case"], source, column)
+               colors: dict[str, str], source: str, column: str, scale: float,
+               per_second: bool = False) -> bool:
+    frame = aligned(campaign, row["case"], source, column, per_second=per_second)
     if frame.empty:
         return False
     color = colors[row["setup"]]
@@ -49,7 +50,8 @@ def _plot_case(ax: Axes, campaign: Campaign, row: dict[str, Any], rows: Sequence
 
 
 def time_figure(campaign: Campaign, rows: Sequence[dict[str, Any]], colors: dict[str, str], *,
-                source: str, column: str, title: str, ylabel: str, scale: float = 1.0) -> Figure | None:
+                source: str, column: str, title: str, ylabel: str, scale: float = 1.0,
+                per_second: bool = False) -> Figure | None:
     """One panel per (trace, rate, load), one line per case coloured by setup. None if no data."""
     panels = _panels(rows)
     multi_trace = len({k[0] for k in panels}) > 1
@@ -60,7 +62,7 @@ def time_figure(campaign: Campaign, rows: Sequence[dict[str, Any]], colors: dict
     plotted = False
     for ax, (key, members) in zip(flat, panels.items()):
         for row in members:
-            plotted |= _plot_case(ax, campaign, row, rows, colors, source, column, scale)
+            plotted |= _plot_case(ax, campaign, row, rows, colors, source, column, scale, per_second)
         ax.axvline(0, color="#555", linewidth=0.8, linestyle="--")
         finish_axes(ax, XLABEL, ylabel, panel_title(key, multi_trace, multi_rate))
     hide_unused(axes, len(panels))

@@ -12,6 +12,7 @@ import jinja2
 from idsbench import __version__
 from idsbench.analysis import OVERHEAD_METRICS, Campaign, case_table, load_campaign, overhead
 from idsbench.analysis.stats import ci_coverage
+from idsbench.plan import trace_label
 from idsbench.report import tables
 from idsbench.report.figures import build_figures
 from idsbench.report.fmt import COLUMNS, MIB, load_label, median_and_ci, number
@@ -74,7 +75,8 @@ def _coverage_note(rows: list[dict[str, Any]]) -> str:
 
 
 def _row_view(row: dict[str, Any]) -> dict[str, Any]:
-    return {"setup": row["setup"], "variant": variant(row), "trace": row["trace"], "rate": row["rate"],
+    return {"setup": row["setup"], "variant": variant(row), "trace": trace_label(str(row["trace"])),
+            "trace_ref": row["trace"], "rate": row["rate"],
             "load": load_label(row), "samples": row["samples"], "status": row["status"],
             "labels": ", ".join(row["labels"]),
             "cells": [median_and_ci(row, key, scale, digits) for _, key, scale, digits in COLUMNS]}
@@ -90,7 +92,7 @@ def _overhead_view(o: dict[str, Any]) -> dict[str, Any]:
             value, ci = _ci_text(m["diff"], m["diff_ci"], scale, digits)
             pct = f" ({number(m['pct'], 1)}%)" if m["pct"] is not None else ""
             cells.append((value + pct, ci))
-    return {"setup": o["setup"], "trace": o["trace"], "rate": o["rate"], "load": f"{o['replayers']}X",
+    return {"setup": o["setup"], "trace": trace_label(str(o["trace"])), "rate": o["rate"], "load": f"{o['replayers']}X",
             "cells": cells}
 
 

@@ -16,6 +16,8 @@ import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from idsbench.plan import trace_label
+
 # Fixed colours for the known setups (same in every figure and every report); others get the rest.
 SETUP_COLORS = {"baremetal": "#1f77b4", "container": "#ff7f0e", "container-vtap": "#2ca02c",
                 "vm": "#d62728"}
@@ -42,7 +44,7 @@ def panel_title(key: tuple, multi_trace: bool, multi_rate: bool) -> str:
     if multi_rate or rate != "recorded":
         parts.append(f"rate {rate}")
     if multi_trace:
-        parts.append(trace.split(":", 1)[-1] if trace.startswith("builtin:") else Path(trace).name)
+        parts.append(trace_label(trace))
     return ", ".join(parts)
 
 

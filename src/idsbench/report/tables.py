@@ -7,6 +7,7 @@ import io
 import json
 from typing import Any, Sequence
 
+from idsbench.plan import trace_label
 from idsbench.report.fmt import COLUMNS, load_label, with_ci
 
 
@@ -51,7 +52,7 @@ def text_table(headers: Sequence[str], body: Sequence[Sequence[str]], right_from
 
 def to_table(rows: Sequence[dict[str, Any]]) -> str:
     headers = ["setup", "trace", "rate", "load", "n", *(title for title, *_ in COLUMNS), "status"]
-    body = [[str(r.get("setup")), str(r.get("trace")), str(r.get("rate")), load_label(r), str(r.get("samples")),
+    body = [[str(r.get("setup")), trace_label(str(r.get("trace"))), str(r.get("rate")), load_label(r), str(r.get("samples")),
              *(with_ci(r, key, scale, digits) for _, key, scale, digits in COLUMNS), str(r.get("status"))]
             for r in rows]
     out = text_table(headers, body)
