@@ -93,12 +93,35 @@ def _undo_path(ident: dict) -> None:
     Path(ident["path"]).unlink(missing_ok=True)
 
 
+def _undo_vm_rundir(ident: dict) -> None:
+    from idsbench.setups.vm import remove_rundir
+
+    remove_rundir(Path(ident["path"]))
+
+
+def _undo_container(ident: dict) -> None:
+    """`<cli> rm -f ID` (cli is e.g. ["podman", "--runtime", "runc"] or ["docker", "-H", sock])."""
+    argv = [*ident["cli"], "rm", "-f", ident["id"]]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    if done.returncode != 0 and "no such container" not in (done.stderr or "").lower():
+        raise RuntimeError(f"{' '.join(argv)}: {(done.stderr or done.stdout).strip()[:300]}")
+
+
+def _undo_dockerd(ident: dict) -> None:
+    from idsbench.setups.dockerd import stop_dockerd
+
+    stop_dockerd(ident)
+
+
 UNDO_BY_KIND: dict[str, Callable[[dict], None]] = {
     "process": _undo_process,
     "netns": _undo_netns,
     "link": _undo_link,
     "cgroup": _undo_cgroup,
     "file": _undo_path,
+    "container": _undo_container,
+    "dockerd": _undo_dockerd,
+    "vm-rundir": _undo_vm_rundir,
 }
 
 

@@ -1,0 +1,304 @@
+"""VM: the sensor runs in a QEMU guest fed by a macvtap (passthru) on the wire's sensor interface.
+
+prepare(): guest image (cached; its Suricata must equal the host's), accelerator (KVM if it boots
+the guest, else TCG, labelled `emulated`), a cgroup for qemu (the case's CPU limit; guest RAM =
+the case's memory, the cgroup allows qemu's own overhead on top), the macvtap and its /dev node,
+then qemu is booted (9p shares: the control dir, the sample dir read-write and the rule dirs
+read-only, each at its host path) until the guest init reports `booted`.
+launch(): the argv goes to the guest through the control dir, `run` over the virtio-serial port.
+stop(): `stop` (SIGTERM to Suricata in the guest, counters flushed to eve.json over 9p); the guest
+powers itself off when the sensor has exited; qemu is killed only if it does not.
+Artifacts in the sample dir: vm.json, qemu.txt, console.log (kernel log), guest.csv.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from idsbench.errors import EnvironmentMissing, SensorFailed, SpecError
+from idsbench.monitor.base import Source
+from idsbench.monitor.netdev import NetDevSource
+from idsbench.proc import Child
+from idsbench.setups import cgroups
+from idsbench.setups import vm_guest as guest
+from idsbench.setups.base import SetupRequest
+from idsbench.setups.vm_image import GuestImage, ensure_image
+from idsbench.setups.vm_monitor import GuestCsvSource, QemuSource, find_vhost_threads
+from idsbench.setups.vm_qemu import (HOST_OVERHEAD_BYTES, AccelChoice, QemuConfig, Share, choose_accel,
+                                     qemu_argv, CTL_TAG)
+from idsbench.wire.netns import WireEnds
+
+VTAP_IF = "ibvt0"
+TAP_FD = 3
+DEFAULT_MEMORY = 1024**3
+RUNDIR_PREFIX = "idsbench-vm-"
+
+
+@dataclass(frozen=True)
+class VmOptions:
+    vcpus: int | None = None      # default: the case's cpus rounded up (all sensor CPUs if unlimited)
+    accel: str = "auto"           # auto | kvm | tcg
+    boot_timeout_s: float = 240.0
+    rootfs: Path | None = None    # a prepared Debian rootfs (default: setups.rootfs.ensure_rootfs)
+
+
+def vcpus_for(options: VmOptions, request: SetupRequest) -> int:
+    if options.vcpus is not None:
+        return options.vcpus
+    if request.cpus is not None:
+        return max(1, math.ceil(request.cpus - 1e-9))
+    return max(1, len(request.cpu_affinity) if request.cpu_affinity else 1)
+
+
+class VmSensor:
+    """The sensor as seen from the host: running until the guest reports its exit (or qemu dies)."""
+
+    def __init__(self, vm: "Vm", qemu: Child):
+        self._vm = vm
+        self._qemu = qemu
+        self._rc: int | None = None
+
+    @property
+    def pid(self) -> int:
+        return self._qemu.pid
+
+    def poll(self) -> int | None:
+        if self._rc is None:
+            st = self._vm.status()
+            if st.exit_code is not None:
+                self._rc = st.exit_code
+            elif self._qemu.poll() is not None:
+                self._rc = self._qemu.returncode or 255  # the VM died with the sensor in it
+        return self._rc
+
+    @property
+    def returncode(self) -> int | None:
+        return self.poll()
+
+
+class Vm:
+    kind = "vm"
+
+    def __init__(self, request: SetupRequest, options: VmOptions | None = None):
+        self.req = request
+        self.opts = options or VmOptions()
+        self.labels: tuple[str, ...] = ()
+        self.rundir: Path | None = None
+        self.cgroup: cgroups.Cgroup | None = None
+        self.qemu: Child | None = None
+        self.port: guest.ControlPort | None = None
+        self.sensor: VmSensor | None = None
+        self.wire: WireEnds | None = None
+        self.image: GuestImage | None = None
+        self.accel: AccelChoice | None = None
+        self.vhost_pids: list[int] = []
+        self.info: dict = {}
+
+    # --- paths -----------------------------------------------------------------------------
+    @property
+    def console_log(self) -> Path:
+        return self.req.sample_dir / "console.log"
+
+    def status(self) -> guest.GuestStatus:
+        assert self.rundir is not None
+        try:
+            return guest.parse_status((self.rundir / "status").read_text(errors="replace"))
+        except OSError:
+            return guest.GuestStatus()
+
+    # --- the contract ----------------------------------------------------------------------
+    def pre_wire(self) -> str | None:
+        return None
+
+    def prepare(self, wire: WireEnds) -> cgroups.Cgroup:
+        self.wire = wire
+        sup = self.req.sup
+        self.rundir = Path(tempfile.mkdtemp(prefix=f"{RUNDIR_PREFIX}{self.req.name}-"))
+        sup.teardown.push("vm-rundir", {"path": str(self.rundir)})
+        self.image = ensure_image(sup, self.req.cache_dir, self.opts.rootfs)
+        self._check_suricata(self.image)
+        self.accel = choose_accel(sup, self.opts.accel, self.image, self.req.cache_dir, self.rundir)
+        self.labels = ("emulated",) if self.accel.accel == "tcg" else ()
+        memory = self.req.memory_bytes or DEFAULT_MEMORY
+        limit = memory + HOST_OVERHEAD_BYTES[self.accel.accel] if self.req.memory_bytes else None
+        self.cgroup = cgroups.create(self.req.name, cpus=self.req.cpus, memory_bytes=limit)
+        sup.teardown.push("cgroup", {"paths": [str(p) for p in self.cgroup.paths]})
+        tap, mac = self._macvtap(wire)
+        shares = guest.plan_shares(self.req.sample_dir, self.req.read_only_paths)
+        (self.rundir / "guest.conf").write_text(
+            guest.guest_conf(self.req.sample_dir, shares, wire.mtu, interval_s=1))
+        cfg = QemuConfig(
+            name=self.req.name, accel=self.accel.accel, vcpus=vcpus_for(self.opts, self.req),
+            memory_mib=memory // 1024**2, image=self.image, console_log=self.console_log,
+            ctl_socket=self.rundir / "ctl.sock",
+            shares=(Share(CTL_TAG, self.rundir, readonly=False), *shares),
+            tap_fd=TAP_FD, mac=mac, mtu=wire.mtu,
+            vhost=self.accel.accel == "kvm" and os.path.exists("/dev/vhost-net"),
+        )
+        argv = [sys.executable, "-m", "idsbench.setups.vm_exec", "--open", f"{TAP_FD}={tap}", "--",
+                *qemu_argv(cfg)]
+        self.info = {"accel": self.accel.accel, "accel_reason": self.accel.reason,
+                     "vcpus": cfg.vcpus, "memory_bytes": memory, "cgroup_memory_limit": limit,
+                     "image": self.image.to_json(), "shares": [str(s.path) for s in shares],
+                     "qemu_argv": argv}
+        self._boot(argv)
+        return self.cgroup
+
+    def capture_interface(self) -> str:
+        return guest.GUEST_IF
+
+    def launch(self, argv: Sequence[str], *, stdout: Path) -> VmSensor:
+        assert self.qemu is not None and self.port is not None and self.rundir is not None, "prepare() first"
+        (self.rundir / "sensor.argv").write_bytes(guest.sensor_argv_file(stdout, argv))
+        self.port.send("run")
+        self.sensor = VmSensor(self, self.qemu)
+        self._wait(lambda st: st.sensor_pid is not None or st.exit_code is not None, 60.0,
+                   "start the sensor")
+        return self.sensor
+
+    def stop(self, timeout_s: float) -> int | None:
+        """SIGTERM to the sensor in the guest, wait for its exit, let the guest power off."""
+        if self.qemu is None:
+            return None
+        rc = None
+        if self.qemu.poll() is None and self.port is not None:
+            try:
+                self.port.send("stop" if self.sensor is not None else "poweroff")
+                deadline = time.monotonic() + timeout_s
+                while time.monotonic() < deadline and self.qemu.poll() is None:
+                    if self.status().exit_code is not None:
+                        break
+                    time.sleep(0.1)
+            except SensorFailed:
+                pass
+        try:
+            self.qemu.wait(20.0)  # the guest powers itself off once the sensor has exited
+        except subprocess.TimeoutExpired:
+            pass
+        self.req.sup.stop(self.qemu, timeout=5.0)
+        if self.port is not None:
+            self.port.close()
+        if self.sensor is not None:
+            rc = self.status().exit_code
+            if rc is None:
+                rc = self.sensor.poll()
+        self._write_info()
+        return rc
+
+    def oom_killed(self) -> bool:
+        if self.rundir is not None and self.status().oom_kills > 0:
+            return True
+        if self.cgroup is not None and self.cgroup.oom_kills() > 0:
+            return True
+        try:
+            return guest.console_oom(self.console_log.read_text(errors="replace"))
+        except OSError:
+            return False
+
+    def overhead_sources(self) -> list[Source]:
+        assert self.qemu is not None and self.wire is not None, "prepare() first"
+        return [QemuSource(self.qemu.pid, self.vhost_pids),
+                NetDevSource("vtap", self.wire.sensor_holder_pid, VTAP_IF),
+                GuestCsvSource(self.req.sample_dir / "guest.csv")]
+
+    # --- pieces ----------------------------------------------------------------------------
+    def _check_suricata(self, image: GuestImage) -> None:
+        from idsbench.sensors.suricata import Suricata
+
+        host = Suricata().version()
+        if image.suricata_version != host:
+            raise EnvironmentMissing(
+                f"the VM guest image {image.dir} has Suricata {image.suricata_version}, the host "
+                f"{host}: VM and bare-metal results would not be comparable.",
+                fix="install the same Suricata version on the host (Debian backports), or remove "
+                    "the cached rootfs and image under the cache dir so they are rebuilt.",
+            )
+
+    def _macvtap(self, wire: WireEnds) -> tuple[Path, str]:
+        """A passthru macvtap on the sensor interface; returns (its /dev node, its MAC)."""
+        sup, ns = self.req.sup, wire.sensor_ns
+        sup.run(["ip", "-n", ns, "link", "add", "link", wire.sensor_if, "name", VTAP_IF,
+                 "type", "macvtap", "mode", "passthru"])
+        sup.teardown.push("link", {"name": VTAP_IF, "netns": ns})
+        # promisc: qemu does not pass the guest's promisc request on, and the macvtap's own
+        # multicast filter would drop frames for groups nobody joined.
+        sup.run(["ip", "-n", ns, "link", "set", VTAP_IF, "mtu", str(wire.mtu), "promisc", "on", "up"])
+        ifindex = sup.run(["cat", f"/sys/class/net/{VTAP_IF}/ifindex"], netns=ns).stdout.strip()
+        dev = sup.run(["cat", f"/sys/class/net/{VTAP_IF}/macvtap/tap{ifindex}/dev"], netns=ns).stdout
+        mac = sup.run(["cat", f"/sys/class/net/{VTAP_IF}/address"], netns=ns).stdout.strip()
+        major, minor = (int(x) for x in dev.strip().split(":"))
+        # Our own node: /dev/tapN is named after an ifindex that is only unique per namespace.
+        assert self.rundir is not None
+        node = self.rundir / "tap"
+        os.mknod(node, stat.S_IFCHR | 0o600, os.makedev(major, minor))
+        return node, mac
+
+    def _boot(self, argv: list[str]) -> None:
+        assert self.rundir is not None and self.cgroup is not None
+        sup = self.req.sup
+        t0 = time.monotonic()
+        self.qemu = sup.start(argv, name="qemu", stdout=self.req.sample_dir / "qemu.txt",
+                              cpus=self.req.cpu_affinity, cgroup_procs=self.cgroup.procs_files)
+        self.port = guest.ControlPort(self.rundir / "ctl.sock")
+        self.port.connect(30.0, alive=lambda: self.qemu is not None and self.qemu.poll() is None)
+        self._wait(lambda st: st.booted, self.opts.boot_timeout_s, "boot")
+        self.port.send(f"clock {time.time():.6f}")
+        self._wait(lambda st: st.clock_set, 30.0, "set its clock")
+        self.info["boot_s"] = round(time.monotonic() - t0, 2)
+        self.vhost_pids = find_vhost_threads(self.qemu.pid)
+        self._write_info()
+
+    def _wait(self, done, timeout_s: float, what: str) -> None:
+        assert self.qemu is not None
+        deadline = time.monotonic() + timeout_s
+        while True:
+            st = self.status()
+            if st.failure:
+                raise self._failed(f"the VM guest failed to {what}: {st.failure}")
+            if done(st):
+                return
+            if self.qemu.poll() is not None:
+                raise self._failed(f"qemu exited (status {self.qemu.returncode}) before the guest "
+                                   f"could {what}")
+            if time.monotonic() > deadline:
+                raise self._failed(f"the VM guest did not {what} within {timeout_s:.0f} s")
+            time.sleep(0.05)
+
+    def _failed(self, what: str) -> SensorFailed:
+        def tail(path: Path) -> str:
+            try:
+                return guest.console_tail(path.read_text(errors="replace"))
+            except OSError:
+                return "(none)"
+        return SensorFailed(
+            f"{what}. qemu said:\n  {tail(self.req.sample_dir / 'qemu.txt')}\nGuest console:\n  "
+            f"{tail(self.console_log)}",
+            fix="see qemu.txt and console.log in the sample directory; `idsbench doctor` checks qemu/KVM.",
+        )
+
+    def _write_info(self) -> None:
+        doc = dict(self.info)
+        if self.rundir is not None and self.rundir.exists():
+            st = self.status()
+            doc["guest"] = {"ncpu": st.ncpu, "sensor_pid": st.sensor_pid, "exit_code": st.exit_code,
+                            "oom_kills": st.oom_kills, "failure": st.failure}
+        doc["vhost_pids"] = self.vhost_pids
+        (self.req.sample_dir / "vm.json").write_text(json.dumps(doc, indent=1, default=str))
+
+
+def remove_rundir(path: Path) -> None:
+    """Undo for kind `vm-rundir`: the control dir (socket, tap node, guest.conf, status)."""
+    if not path.name.startswith(RUNDIR_PREFIX):
+        raise RuntimeError(f"{path} is not an idsbench VM run dir; not removing it")
+    shutil.rmtree(path, ignore_errors=True)
