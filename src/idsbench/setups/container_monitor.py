@@ -1,0 +1,180 @@
+"""Accounting for a containerised sensor, read from the kernel, never from `podman/docker stats`.
+
+`ContainerStats` finds the container's own cgroup from its PID (/proc/PID/cgroup + the cgroup
+mounts) once, then reads its files like any idsbench cgroup. It exists before the container does
+(the sampler starts first): until `attach()` it reports zeros, and once the container is gone
+(the runtime removes its cgroup at exit) it keeps the last values it read.
+
+`ProcessSource` adds the isolation layer's host-side cost: the CPU and RSS of the runtime's own
+processes (conmon, containerd-shim, dockerd, containerd, the attached CLI) by their known PIDs.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+from idsbench.monitor.base import Value
+from idsbench.setups.cgroups import Cgroup
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+V1_CONTROLLERS = ("cpuacct", "memory")
+
+
+def parse_proc_cgroup(text: str) -> dict[str, str]:
+    """/proc/PID/cgroup -> {controller: path}; the v2 line is keyed ''."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        for c in controllers.split(",") if controllers else [""]:
+            out[c] = path
+    return out
+
+
+def parse_cgroup_mounts(mountinfo: str) -> dict[str, Path]:
+    """cgroup mount points from /proc/self/mountinfo: {controller: mount point}, v2 keyed ''."""
+    out: dict[str, Path] = {}
+    for line in mountinfo.splitlines():
+        left, _, right = line.partition(" - ")
+        fields, rest = left.split(), right.split()
+        if len(fields) < 5 or len(rest) < 3:
+            continue
+        fstype, options = rest[0], rest[2].split(",")
+        if fstype == "cgroup2":
+            out.setdefault("", Path(fields[4]))
+        elif fstype == "cgroup":
+            for opt in options:
+                out.setdefault(opt, Path(fields[4]))
+    return out
+
+
+def cgroup_dirs(pid: int, mountinfo: str | None = None, proc_cgroup: str | None = None) -> tuple[int, dict[str, Path]]:
+    """(version, {controller: directory}) of the cgroup `pid` lives in."""
+    mountinfo = mountinfo if mountinfo is not None else Path("/proc/self/mountinfo").read_text()
+    proc_cgroup = proc_cgroup if proc_cgroup is not None else Path(f"/proc/{pid}/cgroup").read_text()
+    mounts, paths = parse_cgroup_mounts(mountinfo), parse_proc_cgroup(proc_cgroup)
+    if all(c in mounts and c in paths for c in V1_CONTROLLERS):
+        return 1, {c: mounts[c] / paths[c].lstrip("/") for c in V1_CONTROLLERS}
+    if "" in mounts and "" in paths:
+        d = mounts[""] / paths[""].lstrip("/")
+        return 2, {"cpu": d, "memory": d}
+    raise FileNotFoundError(f"no cpuacct/memory cgroup found for pid {pid}")
+
+
+class ContainerStats:
+    """CgroupStats of a container, attached once its PID is known; last values survive its exit."""
+
+    def __init__(self) -> None:
+        self._cg: Cgroup | None = None
+        self._lock = threading.Lock()
+        self._last = {"cpu": 0, "mem": 0, "peak": 0, "oom": 0}
+        self.dirs: dict[str, Path] = {}
+
+    def attach(self, pid: int) -> None:
+        version, dirs = cgroup_dirs(pid)
+        with self._lock:
+            self._cg = Cgroup(f"container-{pid}", version, dirs, [])
+            self.dirs = dirs
+        self.refresh()
+
+    def detach(self) -> None:
+        """Read a last time, then close the files (the runtime is about to remove the cgroup)."""
+        self.refresh()
+        with self._lock:
+            if self._cg is not None:
+                self._cg._files.close()
+            self._cg = None
+
+    def _read(self, key: str, reader: Callable[[Cgroup], int]) -> int:
+        with self._lock:
+            if self._cg is not None:
+                try:
+                    self._last[key] = reader(self._cg)
+                except (OSError, ValueError):
+                    pass  # the container exited: keep the last value
+            return self._last[key]
+
+    def refresh(self) -> None:
+        self.cpu_usage_ns()
+        self.memory_bytes()
+        self.memory_peak_bytes()
+        self.oom_kills()
+
+    def cpu_usage_ns(self) -> int:
+        return self._read("cpu", Cgroup.cpu_usage_ns)
+
+    def memory_bytes(self) -> int:
+        return self._read("mem", Cgroup.memory_bytes)
+
+    def memory_peak_bytes(self) -> int:
+        return max(self._read("peak", Cgroup.memory_peak_bytes), self._last["mem"])
+
+    def oom_kills(self) -> int:
+        return self._read("oom", Cgroup.oom_kills)
+
+
+def read_proc_usage(pid: int) -> tuple[int, int] | None:
+    """(utime+stime in clock ticks, resident bytes) of one process, None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        statm = Path(f"/proc/{pid}/statm").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()
+    return int(fields[11]) + int(fields[12]), int(statm.split()[1]) * PAGE_SIZE
+
+
+class ProcessSource:
+    """`<prefix>_cpu_pct` (100 per core) and `<prefix>_mem_bytes` (RSS) summed over the PIDs that
+    `pids()` returns (it may grow, e.g. once the container started). Per-PID deltas: a process that
+    appears counts from its first reading; one that exits stops counting."""
+
+    def __init__(self, pids: Callable[[], Sequence[int]], *, prefix: str = "isolation",
+                 clock: Callable[[], float] = time.monotonic,
+                 reader: Callable[[int], tuple[int, int] | None] = read_proc_usage):
+        self._pids = pids
+        self._clock = clock
+        self._reader = reader
+        self._cols = [f"{prefix}_cpu_pct", f"{prefix}_mem_bytes"]
+        self._prev: dict[int, int] = {}
+        self._prev_t: float | None = None
+
+    def columns(self) -> list[str]:
+        return list(self._cols)
+
+    def start(self) -> None:
+        self._prev = {}
+        self._prev_t = self._clock()
+        self._poll()
+
+    def _poll(self) -> tuple[int, int]:
+        ticks, rss = 0, 0
+        current: dict[int, int] = {}
+        for pid in dict.fromkeys(self._pids()):
+            usage = self._reader(pid)
+            if usage is None:
+                continue
+            current[pid] = usage[0]
+            ticks += usage[0] - self._prev.get(pid, usage[0])
+            rss += usage[1]
+        self._prev = current
+        return ticks, rss
+
+    def sample(self) -> dict[str, Value]:
+        now = self._clock()
+        ticks, rss = self._poll()
+        out: dict[str, Value] = {self._cols[1]: rss}
+        if self._prev_t is not None and now > self._prev_t:
+            out[self._cols[0]] = 100.0 * ticks / CLOCK_TICKS / (now - self._prev_t)
+        self._prev_t = now
+        return out
+
+    def stop(self) -> None:
+        pass
