@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from idsbench.errors import InputError, SpecError
 
-SETUP_KINDS = ("baremetal",)  # containers and VMs come later
+SETUP_KINDS = ("baremetal", "container", "container-vtap")  # VMs come later
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 
 
@@ -118,6 +118,8 @@ class Setup(_Frozen):
     cpus: list[float | None] = Field(default_factory=lambda: [None])
     memory: list[str | None] = Field(default_factory=lambda: [None])
     cpuset: list[int] | None = None
+    runtime: Literal["auto", "podman", "docker"] = "auto"  # container setups; auto: podman if usable
+    swappiness: int | None = Field(None, ge=0, le=100)  # the sensor cgroup's memory.swappiness
 
     @field_validator("kinds", "cpus", "memory", mode="before")
     @classmethod

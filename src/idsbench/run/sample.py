@@ -62,6 +62,7 @@ def run_sample(ctx: CampaignContext, case: Case, index: int, phase: Phase = lamb
             sup=sup, name=f"{td.run_id}-s{index}", sample_dir=sample_dir, cpus=case.cpus,
             memory_bytes=case.memory_bytes, cpu_affinity=sensor_cpus,
             read_only_paths=tuple(ctx.rules), cache_dir=ctx.cache_dir,
+            runtime=ctx.spec.setup.runtime, swappiness=ctx.spec.setup.swappiness,
         ))
         phase("wire")
         sensor_ns = setup.pre_wire()

@@ -40,6 +40,8 @@ class SetupRequest:
     cpu_affinity: Sequence[int] | None = None  # CPUs the sensor may run on (None = all)
     read_only_paths: tuple[Path, ...] = ()     # rule files etc. the sensor must see (same path inside)
     cache_dir: Path = field(default_factory=lambda: Path.home() / ".cache" / "idsbench")
+    runtime: str = "auto"         # container setups: "auto" | "podman" | "docker"
+    swappiness: int | None = None  # memory.swappiness of the sensor's cgroup (containers)
 
 
 class Launched(Protocol):

@@ -5,9 +5,12 @@ from __future__ import annotations
 from idsbench.errors import SpecError
 from idsbench.setups.base import Setup, SetupRequest
 from idsbench.setups.baremetal import Baremetal
+from idsbench.setups.container import Container, ContainerVtap
 
 SETUPS: dict[str, type] = {
     "baremetal": Baremetal,
+    "container": Container,
+    "container-vtap": ContainerVtap,
 }
 
 
