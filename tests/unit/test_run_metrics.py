@@ -9,7 +9,7 @@ def test_resources_window(tmp_path):
         "t_unix,host_cpu_pct,sensor_cpu_pct,sensor_mem_bytes,sensor_mem_peak_bytes\n"
         "100.0,90,80,10,10\n101.0,50,40,20,25\n102.0,30,20,30,30\n103.0,99,99,5,40\n"
     )
-    r = resources_in_window(csv, 101.0, 102.0)
+    r = resources_in_window(csv, 100.5, 102.0)
     assert r["sensor_cpu_pct"] == 30.0 and r["host_cpu_pct"] == 40.0
     assert r["sensor_rss_peak_bytes"] == 40  # peak over the whole sample
     assert r["monitor_rows_in_window"] == 2

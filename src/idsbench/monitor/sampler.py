@@ -51,6 +51,7 @@ class Sampler:
         self._file: TextIO | None = None
         self._writer: Any = None  # csv writer
         self._thread: threading.Thread | None = None
+        self._row_lock = threading.Lock()  # rows come from the thread and from sample_now()
 
     def start(self) -> None:
         """Write the header, take every source's baseline, start the thread."""
@@ -64,6 +65,16 @@ class Sampler:
         self._t0 = self._clock()
         self._thread = threading.Thread(target=self._run, name="idsbench-monitor", daemon=True)
         self._thread.start()
+
+    def sample_now(self) -> None:
+        """Write an extra row at once (e.g. at replay start and end, so the replay window's
+        CPU use is measured exactly even when it is shorter than the interval)."""
+        if self._file is None:
+            return
+        try:
+            self._write_row()
+        except OSError as e:
+            self._error(f"writing {self.out_csv}: {e}")
 
     def request_stop(self) -> None:
         """Ask the thread to end after its current tick (safe from a signal handler)."""
@@ -109,6 +120,10 @@ class Sampler:
             k += 1
 
     def _write_row(self) -> None:
+        with self._row_lock:
+            self._write_row_locked()
+
+    def _write_row_locked(self) -> None:
         values: dict[str, Value] = {}
         for s in self.sources:
             try:

@@ -10,7 +10,7 @@ from idsbench.sensors.base import CounterPoint
 
 
 def resources_in_window(monitor_csv: Path, t0: float, t1: float) -> dict:
-    """Mean sensor/host CPU and peak sensor memory over rows with t0 <= t_unix <= t1.
+    """Mean sensor/host CPU and peak sensor memory over rows with t0 < t_unix <= t1.
 
     CPU percents in the CSV cover the interval ending at each row, so rows up to t1 are used.
     """
@@ -22,7 +22,7 @@ def resources_in_window(monitor_csv: Path, t0: float, t1: float) -> dict:
             for row in csv.DictReader(fh):
                 t = float(row["t_unix"])
                 peak = max(peak, _int(row.get("sensor_mem_peak_bytes")), _int(row.get("sensor_mem_bytes")))
-                if t0 <= t <= t1:
+                if t0 < t <= t1:
                     sensor_cpu.append(_float(row.get("sensor_cpu_pct")))
                     host_cpu.append(_float(row.get("host_cpu_pct")))
     except FileNotFoundError:

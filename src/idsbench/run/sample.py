@@ -87,7 +87,9 @@ def run_sample(ctx: CampaignContext, case: Case, index: int, phase: Phase = lamb
                 summary["error"] = str(exc)
             if summary["status"] == "ok":
                 phase("replay")
+                sampler.sample_now()  # a row exactly at replay start and end
                 _replay(ctx, case, wire, sup, sender_cpus, sample_dir, summary, warnings)
+                sampler.sample_now()
                 phase("settle")
                 _settle(ctx.spec.timing.settle_s, child.poll)
                 if child.poll() is not None:
