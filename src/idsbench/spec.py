@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from idsbench.errors import InputError, SpecError
 
-SETUP_KINDS = ("baremetal", "container", "container-vtap")  # VMs come later
+SETUP_KINDS = ("baremetal", "container", "container-vtap", "vm")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 
 
@@ -120,6 +120,8 @@ class Setup(_Frozen):
     cpuset: list[int] | None = None
     runtime: Literal["auto", "podman", "docker"] = "auto"  # container setups; auto: podman if usable
     swappiness: int | None = Field(None, ge=0, le=100)  # the sensor cgroup's memory.swappiness
+    vcpus: int | None = Field(None, ge=1, le=256)  # vm: guest vCPUs (default: cpus rounded up)
+    accel: Literal["auto", "kvm", "tcg"] = "auto"  # vm: auto = KVM if it boots the guest, else TCG
 
     @field_validator("kinds", "cpus", "memory", mode="before")
     @classmethod

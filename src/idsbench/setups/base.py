@@ -42,6 +42,8 @@ class SetupRequest:
     cache_dir: Path = field(default_factory=lambda: Path.home() / ".cache" / "idsbench")
     runtime: str = "auto"         # container setups: "auto" | "podman" | "docker"
     swappiness: int | None = None  # memory.swappiness of the sensor's cgroup (containers)
+    vcpus: int | None = None      # vm: guest vCPUs (None: the case's cpus rounded up)
+    accel: str = "auto"           # vm: "auto" | "kvm" | "tcg"
 
 
 class Launched(Protocol):

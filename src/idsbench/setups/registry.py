@@ -6,11 +6,13 @@ from idsbench.errors import SpecError
 from idsbench.setups.base import Setup, SetupRequest
 from idsbench.setups.baremetal import Baremetal
 from idsbench.setups.container import Container, ContainerVtap
+from idsbench.setups.vm import Vm
 
 SETUPS: dict[str, type] = {
     "baremetal": Baremetal,
     "container": Container,
     "container-vtap": ContainerVtap,
+    "vm": Vm,
 }
 
 

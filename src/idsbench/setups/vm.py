@@ -92,7 +92,7 @@ class Vm:
 
     def __init__(self, request: SetupRequest, options: VmOptions | None = None):
         self.req = request
-        self.opts = options or VmOptions()
+        self.opts = options or VmOptions(vcpus=request.vcpus, accel=request.accel)
         self.labels: tuple[str, ...] = ()
         self.rundir: Path | None = None
         self.cgroup: cgroups.Cgroup | None = None

@@ -121,7 +121,7 @@ def ensure_image(sup: Supervisor, cache_dir: Path, rootfs: Path | None = None) -
     if rootfs is None:
         from idsbench.setups.rootfs import ensure_rootfs
 
-        rootfs = ensure_rootfs(cache_dir, extra_packages=GUEST_PACKAGES)
+        rootfs = ensure_rootfs(cache_dir, extra_packages=GUEST_PACKAGES, sup=sup)
     rootfs = Path(rootfs)
     key = image_key(rootfs)
     root = cache_dir / "vm"
