@@ -1,0 +1,1 @@
+"""Traces: capture reading and metadata, synthesizer, rewriting, tcpreplay driver."""

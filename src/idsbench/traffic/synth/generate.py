@@ -1,0 +1,190 @@
+"""The deterministic generator: same profile, parameters and seed -> byte-identical capture."""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import random
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from idsbench.errors import SpecError
+from idsbench.traffic.synth import apps, flows as fl
+from idsbench.traffic.synth.profiles import PROFILES, Profile
+from idsbench.traffic.synth.tcp import FlowBuf
+from idsbench.traffic.synth.writer import build_pcap, write_atomic
+
+GENERATOR_VERSION = 1
+START_UNIX = 1_700_000_000  # fixed epoch of every generated capture (2023-11-14 22:13:20 UTC)
+SERVICES = {"web": 24, "dns": 2, "mail": 2, "ssh": 6, "bulk": 4, "icmp": 12}
+MAX_PACKETS = 50_000_000
+
+
+@dataclass(frozen=True)
+class SynthParams:
+    profile: str
+    packets: int
+    duration_s: float
+    rate_pps: float
+    flows: int | None
+    seed: int
+    marker_rate: float
+    client_net: str
+    server_net: str
+
+    def key(self) -> str:
+        doc = json.dumps({"v": GENERATOR_VERSION, **asdict(self)}, sort_keys=True)
+        return hashlib.sha256(doc.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class SynthResult:
+    path: Path
+    sha256: str
+    packets: int
+    bytes: int
+    flows: int
+    duration_s: float
+    markers: int  # exact number of marker alerts markers.rules raises on this capture
+    markers_by_sid: dict[int, int] = field(default_factory=dict)
+    params: SynthParams | None = None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["path"] = str(self.path)
+        d["markers_by_sid"] = {str(k): v for k, v in self.markers_by_sid.items()}
+        d["generator_version"] = GENERATOR_VERSION
+        return d
+
+
+def make_params(profile: str, *, packets: int | None = None, duration_s: float | None = None,
+                flows: int | None = None, rate_pps: float | None = None, seed: int = 1,
+                marker_rate: float | None = None, client_net: str = "10.10.0.0/16",
+                server_net: str = "203.0.113.0/24") -> SynthParams:
+    """Validate and complete the parameters (packets = rate x duration when not given)."""
+    prof = profile_named(profile)
+    rate = float(rate_pps) if rate_pps else prof.rate_pps
+    if rate <= 0:
+        raise SpecError(f"synth rate must be positive, got {rate_pps}.", fix="give --rate > 0.")
+    if packets is not None and duration_s is not None and rate_pps is not None:
+        raise SpecError("give at most two of packets, duration and rate.", fix="drop one of them.")
+    if packets is not None and duration_s is not None:
+        rate = packets / duration_s
+    if packets is None:
+        duration = float(duration_s) if duration_s is not None else prof.duration_s
+        packets = round(rate * duration)
+    else:
+        duration = float(duration_s) if duration_s is not None else packets / rate
+    if not 1 <= packets <= MAX_PACKETS or duration <= 0:
+        raise SpecError(f"synth needs 1..{MAX_PACKETS} packets and a positive duration "
+                        f"(got {packets} packets over {duration} s).", fix="adjust --packets/--duration/--rate.")
+    if flows is not None and flows < 1:
+        raise SpecError(f"synth flows must be >= 1, got {flows}.", fix="give --flows >= 1.")
+    mr = prof.marker_rate if marker_rate is None else float(marker_rate)
+    if not 0.0 <= mr <= 1.0:
+        raise SpecError(f"marker rate {mr} is not a share of flows in [0, 1].", fix="give --markers 0..1.")
+    for net in (client_net, server_net):
+        try:
+            if ipaddress.ip_network(net).version != 4 or ipaddress.ip_network(net).num_addresses < 8:
+                raise ValueError
+        except ValueError as exc:
+            raise SpecError(f"address range {net!r} is not an IPv4 network of at least 8 addresses.",
+                            fix="give a CIDR such as 10.10.0.0/16.") from exc
+    return SynthParams(profile, int(packets), round(duration, 6), round(rate, 3), flows, int(seed), mr,
+                       client_net, server_net)
+
+
+def profile_named(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise SpecError(f"unknown traffic profile {name!r}.",
+                        fix=f"choose one of: {', '.join(PROFILES)}.") from None
+
+
+def _address_plan(rng: random.Random, p: SynthParams, n_clients: int) -> tuple[list[bytes], dict[str, list[bytes]]]:
+    cnet = ipaddress.ip_network(p.client_net)
+    snet = ipaddress.ip_network(p.server_net)
+    c_hosts = cnet.num_addresses - 2
+    picks = rng.sample(range(1, c_hosts + 1), min(n_clients, c_hosts))
+    clients = [(cnet.network_address + k).packed for k in sorted(picks)]
+    s_hosts = snet.num_addresses - 2
+    servers: dict[str, list[bytes]] = {}
+    k = 1
+    for service, count in SERVICES.items():
+        servers[service] = []
+        for _ in range(count):
+            servers[service].append((snet.network_address + 1 + (k - 1) % s_hosts).packed)
+            k += 1
+    return clients, servers
+
+
+def _squeeze(buf: FlowBuf, t0: int, end: int) -> None:
+    """Compress a flow's timeline so its last packet falls before `end` (order is kept)."""
+    last = max(buf.ts)
+    if last < end:
+        return
+    num, den = max(end - t0, 1), max(last - t0, 1)
+    buf.ts = [t0 + (t - t0) * num // den for t in buf.ts]
+
+
+def generate(p: SynthParams) -> tuple[list[int], list[bytes], dict[int, int], int]:
+    """(timestamps ns, frames, markers per sid, flow count) for the parameters."""
+    prof = profile_named(p.profile)
+    rng = random.Random(p.seed)
+    n_target = p.packets
+    est_flows = max(1, n_target // max(int(prof.pkts_per_flow), 1)) if p.flows is None else p.flows
+    clients, servers = _address_plan(rng, p, max(16, min(4096, est_flows // 3)))
+    scale = 1.0 if p.flows is None else min(max(n_target / p.flows / prof.pkts_per_flow, 0.02), 100_000.0)
+    ctx = fl.Ctx(rng, apps.Pool(rng), clients, servers, scale)
+    kinds = list(prof.mix)
+    weights = [prof.mix[k] for k in kinds]
+    end = int(p.duration_s * 1e9)
+    span = max(int(end * 0.95), 1)
+    ts: list[int] = []
+    frames: list[bytes] = []
+    markers: dict[int, int] = {}
+    n_flows = 0
+    while len(frames) < n_target:
+        remaining = n_target - len(frames)
+        kind = rng.choices(kinds, weights)[0]
+        marker = apps.marker_token(sum(markers.values()) + 1) if rng.random() < p.marker_rate else None
+        t0 = rng.randrange(span)
+        sid = 0
+        ctx.budget = remaining
+        for attempt in range(4):  # too big for what is left: shrink the flow's content
+            ctx.buf = FlowBuf()
+            ctx.scale = scale * (1.0 if attempt == 0 else min(1.0, 0.7 * remaining / prev) ** attempt)
+            sid = fl.FLOW_TYPES[kind](ctx, t0, marker)
+            prev = len(ctx.buf)
+            if prev <= remaining:
+                break
+        ctx.scale = scale
+        if len(ctx.buf) > remaining:  # fill the last few packets with DNS lookups
+            ctx.buf = FlowBuf()
+            sid = fl.dns(ctx, t0, None, answered=remaining >= 2)
+        _squeeze(ctx.buf, t0, end)
+        ts.extend(ctx.buf.ts)
+        frames.extend(ctx.buf.frames)
+        n_flows += 1
+        if sid:
+            markers[sid] = markers.get(sid, 0) + 1
+    return ts, frames, markers, n_flows
+
+
+def synthesize(profile: str, out: Path | str, **params) -> SynthResult:
+    """Generate a capture to `out` and a sidecar `<out>.json` with its ground truth (marker alerts)."""
+    p = params.pop("params", None) or make_params(profile, **params)
+    ts, frames, markers, n_flows = generate(p)
+    data = build_pcap(ts, frames, START_UNIX * 1_000_000_000)
+    out = Path(out)
+    write_atomic(out, data)
+    result = SynthResult(
+        path=out, sha256=hashlib.sha256(data).hexdigest(), packets=len(frames),
+        bytes=sum(len(f) for f in frames), flows=n_flows,
+        duration_s=round((max(ts) - min(ts)) / 1e9, 6) if ts else 0.0,
+        markers=sum(markers.values()), markers_by_sid=dict(sorted(markers.items())), params=p,
+    )
+    write_atomic(out.with_name(out.name + ".json"), json.dumps(result.to_dict(), indent=1).encode())
+    return result
