@@ -37,6 +37,7 @@ class Dissection:
     l3_off: np.ndarray
     proto: np.ndarray  # IP protocol / IPv6 upper-layer header, -1 when not IP
     l4_off: np.ndarray
+    first_frag: np.ndarray  # bool: an IP packet that starts its datagram (fragment offset 0)
     has_ports: np.ndarray  # bool: TCP/UDP/SCTP header present (first fragment, captured)
     sport: np.ndarray
     dport: np.ndarray
@@ -188,7 +189,7 @@ def dissect(buf: np.ndarray, idx: RecordIndex) -> Dissection:
     sport = np.zeros(n, dtype=np.int64)
     dport = np.zeros(n, dtype=np.int64)
     sport[sel], dport[sel] = r.be16(l4_off[sel]), r.be16(l4_off[sel] + 2)
-    return Dissection(l3, l3_off, proto, l4_off, has_ports, sport, dport, src4, dst4, src6, dst6)
+    return Dissection(l3, l3_off, proto, l4_off, first_frag, has_ports, sport, dport, src4, dst4, src6, dst6)
 
 
 def _unique_rows(cols: list[np.ndarray]) -> int:
