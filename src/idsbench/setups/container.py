@@ -27,7 +27,7 @@ from idsbench.monitor.base import Source
 from idsbench.proc import Child
 from idsbench.setups import container_runtime as crt
 from idsbench.setups.base import SetupRequest
-from idsbench.setups.container_monitor import ContainerStats, ProcessSource
+from idsbench.setups.container_monitor import ContainerStats, KmsgOomWatch, ProcessSource
 from idsbench.setups.dockerd import children_of, start_dockerd
 from idsbench.setups.image import Image, ensure_image
 from idsbench.wire.netns import OFFLOADS, WireEnds
@@ -53,6 +53,7 @@ class Container:
         self.client: Child | None = None
         self.final: crt.ContainerState | None = None
         self.stats = ContainerStats()
+        self.oom_watch = KmsgOomWatch()
         self._overhead_pids: list[int] = []
 
     # --- the setup contract -----------------------------------------------------------------
@@ -87,7 +88,9 @@ class Container:
             rt, name=self.base, image=self.image.ref, network=self.network, limits=limits,
             rw_paths=[self.req.sample_dir], ro_paths=list(self.req.read_only_paths),
             workdir=self.req.sample_dir, command=list(argv), labels={"org.idsbench.run": self.base})
+        self.oom_watch.open()  # before the start: an OOM kill while loading rules counts too
         self.container_id = self._create(create)
+        self.oom_watch.container_id = self.container_id
         self.client = sup.start(rt.argv("start", "--attach", self.container_id), name="sensor", stdout=stdout)
         state = self._wait_started(self.container_id, self.client)
         if state is not None and state.pid > 0:
@@ -113,12 +116,13 @@ class Container:
             sup.stop(self.client, timeout=15.0)
         self.stats.detach()
         self.final = crt.inspect_state(sup, self.rt, self.container_id)
+        self.oom_watch.close()
         if self.final is not None and self.final.exit_code is not None:
             return self.final.exit_code
         return self.client.returncode if self.client is not None else None
 
     def oom_killed(self) -> bool:
-        if self.stats.oom_kills() > 0:
+        if self.stats.oom_kills() > 0 or self.oom_watch.poll() > 0:
             return True
         if self.final is not None:
             return self.final.oom_killed

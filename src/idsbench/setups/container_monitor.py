@@ -78,9 +78,11 @@ class ContainerStats:
         self.dirs: dict[str, Path] = {}
 
     def attach(self, pid: int) -> None:
-        version, dirs = cgroup_dirs(pid)
+        self.attach_dirs(*cgroup_dirs(pid))
+
+    def attach_dirs(self, version: int, dirs: dict[str, Path]) -> None:
         with self._lock:
-            self._cg = Cgroup(f"container-{pid}", version, dirs, [])
+            self._cg = Cgroup("container", version, dirs, [])
             self.dirs = dirs
         self.refresh()
 
@@ -178,3 +180,58 @@ class ProcessSource:
 
     def stop(self) -> None:
         pass
+
+
+def kmsg_oom_kill(record: str, container_id: str) -> bool:
+    """True for a kernel `oom-kill:` record whose victim's memcg is the container's cgroup
+    (podman: .../libpod-<id>, docker: /docker/<id>)."""
+    _, _, message = record.partition(";")
+    if not message.startswith("oom-kill:"):
+        return False
+    fields = dict(part.split("=", 1) for part in message.strip().split(",") if "=" in part)
+    return container_id in fields.get("task_memcg", "")
+
+
+class KmsgOomWatch:
+    """Counts the kernel's OOM kills in one container from /dev/kmsg records logged after
+    `open()`. Needed because podman with runc on cgroup v1 reports `OOMKilled: false` for a
+    sensor the kernel killed, and the runtime removes the cgroup (and its oom counter) at exit."""
+
+    def __init__(self, path: str = "/dev/kmsg"):
+        self._path = path
+        self._fd: int | None = None
+        self.kills = 0
+        self.container_id = ""
+
+    def open(self) -> bool:
+        try:
+            self._fd = os.open(self._path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            os.lseek(self._fd, 0, os.SEEK_END)  # only what happens from now on
+        except OSError:
+            self._fd = None
+        return self._fd is not None
+
+    def poll(self) -> int:
+        """Read the new records; returns the OOM kills seen so far."""
+        if self._fd is None or not self.container_id:
+            return self.kills
+        while True:
+            try:
+                record = os.read(self._fd, 8192).decode(errors="replace")
+            except BlockingIOError:
+                break
+            except BrokenPipeError:  # records were overwritten before we read them: go on
+                continue
+            except OSError:
+                break
+            if not record:
+                break
+            if kmsg_oom_kill(record, self.container_id):
+                self.kills += 1
+        return self.kills
+
+    def close(self) -> None:
+        self.poll()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
