@@ -56,7 +56,12 @@ def metric_delta(b: dict[str, Any], c: dict[str, Any], key: str) -> dict[str, An
 
 def compare_campaigns(base: Campaign, contender: Campaign,
                       metrics: tuple[str, ...] = COMPARE_METRICS) -> Comparison:
-    b_rows, c_rows = case_table(base), case_table(contender)
+    return compare_tables(base.name, case_table(base), contender.name, case_table(contender), metrics)
+
+
+def compare_tables(base: str, b_rows: list[dict[str, Any]], contender: str, c_rows: list[dict[str, Any]],
+                   metrics: tuple[str, ...] = COMPARE_METRICS) -> Comparison:
+    """compare_campaigns on two case tables (e.g. read back from the result store)."""
     keys = tuple(k for k in PARAM_KEYS if k in _varying(b_rows) | _varying(c_rows))
     differs = {}
     for k in PARAM_KEYS:
@@ -77,4 +82,4 @@ def compare_campaigns(base: Campaign, contender: Campaign,
                     "metrics": {m: metric_delta(b, c, m) for m in metrics}})
     only_base = [b["case"] for b in b_rows if b["case"] not in {r["base_case"] for r in out}]
     only_contender = [c["case"] for c in c_rows if c["case"] not in matched]
-    return Comparison(base.name, contender.name, keys, differs, out, only_base, only_contender)
+    return Comparison(base, contender, keys, differs, out, only_base, only_contender)

@@ -1,7 +1,8 @@
 """Reads a campaign directory (docs/architecture.md, "Sample directory") into a frozen Campaign.
 
-A sample is complete iff its summary.json exists and parses. Planned samples that are missing,
-unfinished or corrupt are kept as IncompleteSample with a reason: never silently dropped.
+A sample is complete iff its summary.json exists and parses and, for an `ok` sample, its eve.json
+was read whole (no corrupt or truncated lines: the counters may be short otherwise). Planned samples
+that are missing, unfinished or corrupt are kept as IncompleteSample with a reason: never dropped.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from idsbench.errors import InputError
 
 CAMPAIGN_FILE = "campaign.json"
 SUMMARY_FILE = "summary.json"
+EVE_FILE = "eve.json"
 PARAM_KEYS = ("trace", "replayers", "rate", "loops", "setup", "cpus", "memory")
 _SAMPLE_DIR = re.compile(r"^s(\d+)$")
 
@@ -167,4 +169,33 @@ def _read_sample(case_id: str, index: int, path: Path,
         warnings.append(f"{summary} is corrupt ({exc}); sample {case_id}/s{index} is left out. "
                         "Re-run it with `idsbench run SPEC --out DIR --resume` after deleting the file.")
         return None, f"corrupt summary.json ({exc})"
-    return SampleRecord(case_id, index, path, doc), ""
+    record = SampleRecord(case_id, index, path, doc)
+    if record.status == "ok":  # a failed sample (oom...) is expected to leave a cut eve.json
+        problem = eve_problem(path, doc)
+        if problem:
+            return None, problem
+    return record, ""
+
+
+# What sensors.eve.scan_eve writes (and the runner copies into summary.json `warnings`).
+_EVE_WARNING = re.compile(r"^(?P<file>.+?\.json): (?:last line is incomplete|\d+ corrupt line)")
+
+
+def eve_problem(path: Path, summary: dict[str, Any]) -> str:
+    """Why the sample's eve.json makes it incomplete, naming the file, or "".
+
+    From the summary (the runner's eve scan: structured `eve` or its warnings); eve.json itself
+    is scanned only when the summary has no counters, so deleting eve.json later changes nothing."""
+    eve = summary.get("eve") if isinstance(summary.get("eve"), dict) else {}
+    found = [f"{eve.get('path') or path / EVE_FILE}: {int(eve.get('corrupt_lines') or 0)} corrupt line(s)"
+             f"{', last line incomplete' if eve.get('truncated_tail') else ''}"] \
+        if eve.get("corrupt_lines") or eve.get("truncated_tail") else []
+    found += [str(w) for w in summary.get("warnings") or [] if _EVE_WARNING.match(str(w))]
+    if not found and not (summary.get("sensor") or {}).get("counters") and (path / EVE_FILE).is_file():
+        from idsbench.sensors.eve import scan_eve  # numpy-backed; only needed here
+
+        found = scan_eve(path / EVE_FILE, record_types=()).warnings
+    if not found:
+        return ""
+    return (f"eve.json is corrupt or truncated, so its counters may be short ({'; '.join(found)}); "
+            "delete the sample's summary.json and re-run it with `idsbench run SPEC --out DIR --resume`")
