@@ -57,9 +57,12 @@ class Ctx:
         c2s, s2c, cport, sport = self.endpoints(service, port)
         return TcpConn(self.buf, self.rng, c2s, s2c, cport, sport, t0, self.rtt(), bw_mbps * 1e6)
 
-    def object_size(self, median: float, sigma: float, cap: float) -> int:
-        # never larger than what the packet budget left can carry (~1.5 packets per full segment)
+    def object_size(self, median: float, sigma: float, cap: float, fill_below: float = 0.0) -> int:
+        """A lognormal size, never more than the packet budget left can carry (~1.5 packets per
+        full segment); when less than `fill_below` bytes would be left, take all of it."""
         fit = max(64.0, (self.budget - 40) * 1460 / 1.6)
+        if fit < fill_below * self.scale:  # a one-way transfer costs 1.5 packets per segment
+            return max(64, int((self.budget - 24) / 1.5) * 1460)
         return int(self.lognorm(median * self.scale, sigma, 64, min(cap * max(self.scale, 1.0), fit)))
 
     def finish(self, conn: TcpConn) -> None:
@@ -203,7 +206,7 @@ def bulk(ctx: Ctx, t0: int, marker: bytes | None) -> int:
                           2 * MS)
     module = b"backup/" + (marker or b"%08x" % rng.getrandbits(32)) + b"\n"
     conn.request_response(module, b"@RSYNCD: OK\n", 3 * MS)
-    size = ctx.object_size(3_000_000, 0.8, 400_000_000)
+    size = ctx.object_size(3_000_000, 0.8, 400_000_000, fill_below=6_000_000)
     conn.send(False, ctx.pool.take(size), 5 * MS)
     conn.send(True, b"\0" * 8, conn._client_think())
     conn.close(client_first=True)

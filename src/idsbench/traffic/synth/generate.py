@@ -129,14 +129,37 @@ def _squeeze(buf: FlowBuf, t0: int, end: int) -> None:
     buf.ts = [t0 + (t - t0) * num // den for t in buf.ts]
 
 
-def generate(p: SynthParams) -> tuple[list[int], list[bytes], dict[int, int], int]:
-    """(timestamps ns, frames, markers per sid, flow count) for the parameters."""
+Generated = tuple[list[int], list[bytes], dict[int, int], int]
+
+
+def generate(p: SynthParams) -> Generated:
+    """(timestamps ns, frames, markers per sid, flow count) for the parameters.
+
+    With a target flow count, flow sizes are scaled and the generation repeated (deterministically)
+    until the count is within 10 % of the target, or the closest of a few attempts is taken."""
+    prof = profile_named(p.profile)
+    if p.flows is None:
+        return _generate(p, 1.0)
+    scale = min(max(p.packets / p.flows / prof.pkts_per_flow, 0.01), 100_000.0)
+    best: Generated | None = None
+    for _ in range(6):
+        out = _generate(p, scale)
+        if best is None or abs(out[3] - p.flows) < abs(best[3] - p.flows):
+            best = out
+        ratio = out[3] / p.flows
+        if abs(ratio - 1) <= 0.1:
+            break
+        scale *= min(max(ratio, 0.25), 4.0)
+    assert best is not None
+    return best
+
+
+def _generate(p: SynthParams, scale: float) -> Generated:
     prof = profile_named(p.profile)
     rng = random.Random(p.seed)
     n_target = p.packets
     est_flows = max(1, n_target // max(int(prof.pkts_per_flow), 1)) if p.flows is None else p.flows
     clients, servers = _address_plan(rng, p, max(16, min(4096, est_flows // 3)))
-    scale = 1.0 if p.flows is None else min(max(n_target / p.flows / prof.pkts_per_flow, 0.02), 100_000.0)
     ctx = fl.Ctx(rng, apps.Pool(rng), clients, servers, scale)
     kinds = list(prof.mix)
     weights = [prof.mix[k] for k in kinds]
@@ -153,7 +176,7 @@ def generate(p: SynthParams) -> tuple[list[int], list[bytes], dict[int, int], in
         t0 = rng.randrange(span)
         sid = 0
         ctx.budget = remaining
-        for attempt in range(4):  # too big for what is left: shrink the flow's content
+        for attempt in range(4 if remaining > 24 else 1):  # too big for what is left: shrink it
             ctx.buf = FlowBuf()
             ctx.scale = scale * (1.0 if attempt == 0 else min(1.0, 0.7 * remaining / prev) ** attempt)
             sid = fl.FLOW_TYPES[kind](ctx, t0, marker)
