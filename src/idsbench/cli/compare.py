@@ -5,27 +5,44 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
-from idsbench.analysis import compare_campaigns, load_campaign
+from idsbench.analysis import case_table, compare_tables, load_campaign
 from idsbench.errors import SpecError
 from idsbench.report import compare_out
+from idsbench.store.index_paths import DEFAULT_ROOT, index_file
 
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "compare", help="compare two campaigns case by case (difference, percent, CI overlap)",
         description="Match the cases of BASE and CONTENDER by their parameters and show the medians side "
-                    "by side with the difference, the percent change and whether the 95%% CIs overlap.",
+                    "by side with the difference, the percent change and whether the 95%% CIs overlap. "
+                    "Each is a campaign directory, or a campaign id (or unique name) in the result index.",
     )
-    p.add_argument("base", type=Path, help="baseline campaign directory")
-    p.add_argument("contender", type=Path, help="contender campaign directory")
+    p.add_argument("base", help="baseline: campaign directory, or campaign id in the index")
+    p.add_argument("contender", help="contender: campaign directory, or campaign id in the index")
+    p.add_argument("--root", type=Path, default=DEFAULT_ROOT,
+                   help="results root whose index.duckdb resolves campaign ids (default results/)")
     p.add_argument("--format", choices=("table", "json", "csv", "html"), default="table",
                    help="table (default), json, csv, or a self-contained html page (redirect it to a file)")
     p.set_defaults(func=run)
 
 
+def _cases(ref: str, root: Path) -> tuple[str, list[dict[str, Any]]]:
+    """(label, case rows): from the directory when `ref` is one (or there is no index), else from the
+    index, where `ref` is a campaign id or a unique campaign name."""
+    if Path(ref).is_dir() or not index_file(root).is_file():
+        campaign = load_campaign(ref)
+        return campaign.name, case_table(campaign)
+    from idsbench.store.index_query import campaign_cases  # duckdb: only loaded when used
+
+    return campaign_cases(root, ref)
+
+
 def run(args: argparse.Namespace) -> int:
-    cmp = compare_campaigns(load_campaign(args.base), load_campaign(args.contender))
+    (b_name, b_rows), (c_name, c_rows) = _cases(args.base, args.root), _cases(args.contender, args.root)
+    cmp = compare_tables(b_name, b_rows, c_name, c_rows)
     if not cmp.rows:
         raise SpecError(
             f"no case of {args.base} matches a case of {args.contender} (matched on "

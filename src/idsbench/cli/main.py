@@ -13,7 +13,7 @@ import sys
 from idsbench import __version__
 from idsbench.errors import IdsbenchError
 
-SUBCOMMANDS = ["run", "report", "results", "compare", "trace", "doctor", "cleanup"]
+SUBCOMMANDS = ["run", "report", "results", "compare", "index", "trace", "doctor", "cleanup"]
 
 
 def build_parser() -> argparse.ArgumentParser:

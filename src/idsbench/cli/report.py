@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from idsbench.report import write_report
@@ -19,9 +20,19 @@ def add_parser(subparsers) -> None:
                    help="setup the others are compared with in the overhead section (default baremetal)")
     p.add_argument("--cv-threshold", type=float, default=0.10, metavar="X",
                    help="warn when samples disagree more than this coefficient of variation (default 0.10)")
+    p.add_argument("--no-index", action="store_true",
+                   help="do not (re)index the campaign into its parent's index.duckdb (see `idsbench index`)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     print(write_report(args.dir, baseline=args.baseline, cv_threshold=args.cv_threshold))
+    if not args.no_index:
+        from idsbench.errors import IdsbenchError
+        from idsbench.store.index import index_campaign
+
+        try:  # the report is written; a busy or broken index only warrants a warning
+            index_campaign(args.dir)
+        except IdsbenchError as exc:
+            print(f"idsbench: warning: the campaign was not indexed: {exc}", file=sys.stderr)
     return 0

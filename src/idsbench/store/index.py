@@ -25,10 +25,12 @@ from idsbench.analysis.load import CAMPAIGN_FILE
 from idsbench.errors import InputError, SpecError
 from idsbench.store.index_rows import (CAMPAIGN_COLUMNS, CASE_COLUMNS, SAMPLE_COLUMNS, SCHEMA_VERSION,
                                        campaign_digest, campaign_row, case_rows, sample_rows)
+from idsbench.store.index_paths import DEFAULT_ROOT, INDEX_FILE, index_file
 from idsbench.store.index_series import SERIES_DIR, write_series
 
-INDEX_FILE = "index.duckdb"
-DEFAULT_ROOT = Path("results")
+__all__ = ["DEFAULT_ROOT", "INDEX_FILE", "IndexResult", "connect", "find_campaigns", "index_campaign",
+           "index_file", "index_root", "refresh_views"]
+
 TABLES = {"campaigns": CAMPAIGN_COLUMNS, "cases": CASE_COLUMNS, "samples": SAMPLE_COLUMNS}
 LOCK_WAIT_S = 10.0
 
@@ -44,10 +46,6 @@ class IndexResult:
     samples: int = 0
     incomplete: int = 0
     warnings: tuple[str, ...] = ()
-
-
-def index_file(root: Path | str) -> Path:
-    return Path(root) / INDEX_FILE
 
 
 @contextmanager

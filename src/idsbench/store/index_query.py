@@ -25,7 +25,10 @@ def check_where(con: duckdb.DuckDBPyConnection, where: str) -> None:
     """SpecError naming the clause, DuckDB's complaint and the columns, unless `where` is one valid
     boolean expression over the cases table."""
     columns = case_columns(con)
-    fix = f"write an SQL condition over the columns {', '.join(columns)}; quote strings with '…' ({EXAMPLE})."
+    plain = [c for c in columns if not c.endswith(("_ci_lo", "_ci_hi"))]
+    fix = (f"write an SQL condition over the columns {', '.join(plain)}, and <median>_ci_lo, "
+           f"<median>_ci_hi for each median; quote strings with '…' and the column \"case\" with "
+           f"double quotes ({EXAMPLE}).")
     if not where.strip():
         raise SpecError("--where is empty.", fix=fix)
     try:
