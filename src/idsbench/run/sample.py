@@ -136,14 +136,15 @@ def _replay(ctx: CampaignContext, case: Case, wire: WireEnds, sup: Supervisor, c
             fatal = replay.fatal_message(text) or f"exit status {child.returncode}"
             warnings.append(f"replayer {i} failed: {fatal}")
             summary["status"] = "replay-failed"
-        elif result.fell_short():
-            warnings.append(
-                f"replayer {i} sent {result.pps:.0f} pps in {result.elapsed_s:.2f} s; requested "
-                f"{requested or 0:.0f} pps for {planned or 0:.2f} s: the sender could not keep the rate "
-                "(fewer replayers or a lower rate give a cleaner load)"
-            )
-            if "sender-short" not in summary["labels"]:
-                summary["labels"].append("sender-short")
+    short = [r for r in results if r.fell_short()]
+    if short:
+        summary["labels"].append("sender-short")
+        worst = max(short, key=lambda r: max(r.shortfall or 0.0, r.overrun or 0.0))
+        warnings.append(
+            f"{len(short)} of {len(results)} replayers could not keep the requested rate (worst: "
+            f"{worst.pps:.0f} pps in {worst.elapsed_s:.2f} s, requested {requested or 0:.0f} pps for "
+            f"{planned or 0:.2f} s); fewer replayers, a lower rate or a quieter host give a cleaner load"
+        )
     if not finished:
         warnings.append(f"the replay did not finish within {timeout:.0f} s (timing.replay_timeout_s)")
         summary["status"] = "replay-failed"
