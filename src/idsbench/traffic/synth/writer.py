@@ -13,7 +13,7 @@ from idsbench.traffic.checksum import fill_ipv4_frames
 PCAP_HEADER = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1)  # LINKTYPE_ETHERNET
 
 
-def build_pcap(ts_ns: list[int], frames: list[bytes], start_ns: int) -> bytes:
+def build_pcap(ts_ns: list[int], frames: list[bytes], start_ns: int) -> bytearray:
     """The capture's bytes: records sorted by (time, insertion order), checksums filled."""
     n = len(frames)
     ts = np.asarray(ts_ns, dtype=np.int64)
@@ -33,10 +33,10 @@ def build_pcap(ts_ns: list[int], frames: list[bytes], start_ns: int) -> bytes:
     out = bytearray(b"".join(pieces))
     frame_off = 24 + 16 * np.arange(1, n + 1, dtype=np.int64) + np.concatenate(([0], np.cumsum(lens)[:-1]))
     fill_ipv4_frames(np.frombuffer(out, dtype=np.uint8), frame_off)
-    return bytes(out)
+    return out
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes | bytearray) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as fh:
