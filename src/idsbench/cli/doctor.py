@@ -34,8 +34,12 @@ def checks() -> list[tuple[str, bool, str]]:
     out.append(("network namespaces", os.path.isdir("/var/run/netns") or os.geteuid() == 0,
                 "needs `ip netns` support in the kernel"))
     out.append(("setup baremetal", True, "usable"))
-    for setup in ("container", "container-vtap", "vm"):
+    for setup in ("container", "container-vtap"):
         out.append((f"setup {setup}", False, "not implemented yet in this version"))
+    from idsbench.run.context import default_cache_dir
+    from idsbench.setups.vm_qemu import doctor_check
+
+    out.append(("setup vm", *doctor_check(default_cache_dir())))
     return out
 
 

@@ -79,7 +79,7 @@ def qemu_argv(cfg: QemuConfig) -> list[str]:
     for path in (img.kernel, img.initrd, img.disk, cfg.console_log, cfg.ctl_socket):
         if path is not None:
             _check_qemu_opt(str(path), "path")
-    argv = [QEMU, "-name", cfg.name, "-nodefaults", "-no-user-config", "-display", "none",
+    argv = [QEMU, "-name", f"{cfg.name},debug-threads=on", "-nodefaults", "-no-user-config", "-display", "none",
             "-no-reboot", "-machine", "pc"]
     if cfg.accel == "kvm":
         argv += ["-accel", "kvm", "-cpu", "host"]
@@ -192,7 +192,8 @@ def probe_kvm(sup: Supervisor, image: GuestImage, cache_dir: Path, workdir: Path
     if ok:
         choice = AccelChoice("kvm", "KVM boots the guest")
     elif rc is not None and time.monotonic() < deadline:
-        detail = " ".join(_read(log).split())[-200:] or f"exit {rc}"
+        lines = [ln.strip() for ln in _read(log).splitlines() if ln.strip()]
+        detail = lines[0][:200] if lines else f"exit {rc}"
         choice = AccelChoice("tcg", f"qemu -accel kvm failed: {detail}")
     else:
         choice = AccelChoice("tcg", f"the guest did not boot under KVM within {timeout_s:.0f} s")
@@ -207,3 +208,30 @@ def _read(path: Path) -> str:
         return path.read_text(errors="replace")
     except OSError:
         return ""
+
+
+def doctor_check(cache_dir: Path) -> tuple[bool, str]:
+    """Whether the vm setup works here, and with which accelerator (for `idsbench doctor`).
+    Never builds the image; probes KVM (≤ PROBE_TIMEOUT_S) only when an image is cached."""
+    from idsbench.setups.vm_image import cached_images
+    from idsbench.teardown import TeardownStack, state_dir_from_env
+
+    for prog, pkg in ((QEMU, "qemu-system-x86"), ("debootstrap", "debootstrap"),
+                      ("mkfs.ext4", "e2fsprogs"), ("debugfs", "e2fsprogs")):
+        if shutil.which(prog) is None:
+            return False, f"`{prog}` missing: apt-get install {pkg}  (or `make setup`)"
+    reason = kvm_usable_reason()
+    if reason is not None:
+        return True, f"TCG only (emulated, results labelled `emulated`): {reason}"
+    images = cached_images(cache_dir)
+    if not images:
+        return True, ("/dev/kvm present; KVM is tried by booting the guest on the first vm run "
+                      "(falls back to TCG, labelled `emulated`, if it does not boot)")
+    choice = cached_probe(cache_dir, images[-1])
+    if choice is None:
+        with TeardownStack(state_dir=state_dir_from_env()) as td:
+            workdir = cache_dir / "vm"
+            choice = probe_kvm(Supervisor(td), images[-1], cache_dir, workdir)
+    if choice.accel == "kvm":
+        return True, f"KVM ({choice.reason}, qemu {qemu_version()})"
+    return True, f"TCG only (emulated, results labelled `emulated`): {choice.reason}"
