@@ -155,3 +155,25 @@ def test_cleanup_after_sigkill_removes_qemu_macvtap_and_rundir(tmp_path, state_d
         time.sleep(0.1)
     assert not same_process_alive(qemu_pid, None)
     assert not rundir.exists()
+
+
+def test_oom_inside_the_guest_is_reported(tmp_path, state_dir, persistent_cache, pcaps, no_leftovers):
+    """4 M preallocated flows (~1 GiB) in a 384 MiB guest: the guest kernel kills Suricata."""
+    _need_qemu()
+    doc = {"name": "vmoom", "samples": 1, "timing": {"settle_s": 1},
+           "traffic": {"traces": [str(pcaps / "sv_smtp-data-rejected.pcap")], "rate": {"pps": 200}},
+           "sensor": {"rules": ["builtin:events"], "set": {"flow.memcap": "4gb", "flow.prealloc": 4000000}},
+           "setup": {"kinds": ["vm"], "cpus": [1.0], "memory": ["384m"]}}
+    out = tmp_path / "campaign"
+    result = run_campaign(spec_from_dict(doc), out, state_dir=state_dir, cache_dir=persistent_cache,
+                          name_prefix=PREFIX)
+    (summary_path,) = out.glob("cases/*/s0/summary.json")
+    s = json.loads(summary_path.read_text())
+    assert s["status"] == "oom", (s["status"], s.get("error"))
+    assert s["sensor_oom_kills"] == 1
+    assert len(result.failed) == 1 and result.failed[0].endswith("oom")
+    assert "Out of memory" in (summary_path.parent / "console.log").read_text()
+    guest_rows = list(csv.DictReader((summary_path.parent / "guest.csv").open()))
+    assert int(guest_rows[-1]["guest_oom_kills"]) >= 1
+    vm = json.loads((summary_path.parent / "vm.json").read_text())
+    assert vm["guest"]["exit_code"] == 137 and vm["guest"]["oom_kills"] >= 1
