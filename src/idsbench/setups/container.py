@@ -42,7 +42,8 @@ class Container:
 
     def __init__(self, request: SetupRequest):
         self.req = request
-        self.base = request.name if request.name.startswith("ib") else f"ib-{request.name}"
+        prefix = request.name_prefix
+        self.base = request.name if request.name.startswith(prefix) else f"{prefix}-{request.name}"
         self.rt: crt.Runtime | None = None
         self.image: Image | None = None
         self.wire: WireEnds | None = None

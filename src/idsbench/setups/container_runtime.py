@@ -8,6 +8,7 @@ dockerd at `host` (ours, see `dockerd.py`, or the host's own).
 from __future__ import annotations
 
 import json
+import os
 import resource
 import shutil
 from dataclasses import dataclass, field
@@ -152,8 +153,13 @@ def create(sup: Supervisor, argv: list[str]) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
+def rm_argv(cli: Sequence[str], ident: str) -> list[str]:
+    """Force-remove now: the sensor was already stopped gracefully (podman would wait 10 s)."""
+    return [*cli, "rm", "-f", *(["-t", "0"] if cli[0] == "podman" else []), ident]
+
+
 def remove(sup: Supervisor, rt: Runtime, ident: str) -> None:
-    sup.run(rt.argv("rm", "-f", ident), check=False, timeout=120)
+    sup.run(rm_argv(rt.cli, ident), check=False, timeout=120)
 
 
 def podman_usable(sup: Supervisor) -> tuple[bool, str]:
@@ -182,3 +188,43 @@ def require_runtime_program(name: str) -> None:
         raise EnvironmentMissing(f"The container runtime `{name}` is not installed.",
                                  fix=f"apt-get install {pkg}  (or `make setup`), or set "
                                  "[setup] runtime to the other one.")
+
+
+def doctor_checks(sup: Supervisor, cache_dir: Path) -> list[tuple[str, bool, str]]:
+    """`idsbench doctor` lines for container and container-vtap: usable here, and why not."""
+    podman_ok, podman_why = podman_usable(sup)
+    docker_ok, docker_why = docker_usable()
+    runtimes = [w for ok, w in ((podman_ok, "podman (runc)"), (docker_ok, "docker")) if ok]
+    cached = sorted(p.name for p in (Path(cache_dir) / "rootfs").glob("*/etc/idsbench-rootfs.json"))
+    if cached:
+        image = "image rootfs cached"
+    elif shutil.which("debootstrap") and shutil.which("chroot"):
+        image = "image built on first use (debootstrap, ~1 min)"
+    else:
+        image = "NO image: apt-get install debootstrap"
+    image_ok = bool(cached) or image.startswith("image built")
+    if runtimes and image_ok:
+        detail = f"usable with {' or '.join(runtimes)}; {image}"
+    else:
+        why = [] if runtimes else [podman_why, docker_why]
+        detail = "; ".join(why + ([] if image_ok else [image]))
+    out = [("setup container", bool(runtimes) and image_ok, detail)]
+    macvtap = macvtap_works(sup)
+    out.append(("setup container-vtap", out[0][1] and macvtap,
+                detail if macvtap else "the kernel has no macvtap module (CONFIG_MACVTAP)"))
+    return out
+
+
+def macvtap_works(sup: Supervisor) -> bool:
+    """Probe: a macvtap on a veth in a throw-away namespace (built-in or module, either works)."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        return False
+    ns = f"ibdoctor{os.getpid()}"
+    if sup.run(["ip", "netns", "add", ns], check=False).returncode != 0:
+        return False
+    try:
+        sup.run(["ip", "-n", ns, "link", "add", "ibp0", "type", "veth", "peer", "name", "ibp1"], check=False)
+        return sup.run(["ip", "-n", ns, "link", "add", "link", "ibp0", "name", "ibvt0", "type", "macvtap",
+                        "mode", "passthru"], check=False).returncode == 0
+    finally:
+        sup.run(["ip", "netns", "delete", ns], check=False)

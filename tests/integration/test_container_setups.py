@@ -1,0 +1,243 @@
+"""container and container-vtap through the real runner: real podman, real docker (dockerd started
+by the setup), real Suricata inside the image, real tcpreplay on the namespace wire.
+
+The image's rootfs is built into the persistent cache ($IDSBENCH_CACHE or ~/.cache/idsbench), so
+the suite builds it at most once per machine (measured here: ~60 s debootstrap + ~8 s import per
+runtime). Every test checks that no container, netns, dockerd or run dir it created survives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from idsbench.run.campaign import run_campaign
+from idsbench.run.context import default_cache_dir
+from idsbench.spec import spec_from_dict
+
+pytestmark = pytest.mark.usefixtures("need_root")
+
+# Every netns and container name of this test process starts with it (others may run concurrently).
+PREFIX = f"ibtestc{os.getpid() % 100000}"
+ET_RULES = Path(__file__).resolve().parents[3] / "shared" / "data" / "rules" / "et-open-2024-04-12.rules"
+SMTP = "sv_smtp-data-rejected.pcap"  # 199 packets
+ALERTING = "tcpreplay_test.pcap"    # 179 packets, ~385 bytes each; the bundled rules alert on it
+
+
+def _need(runtime: str) -> None:
+    progs = {"podman": ["podman", "runc"], "docker": ["docker", "dockerd"]}[runtime]
+    missing = [p for p in progs + ["debootstrap"] if shutil.which(p) is None]
+    if missing:
+        pytest.skip(f"{runtime} setup needs {', '.join(missing)} (scripts/install-system.sh installs them)")
+
+
+def _podman_ids() -> set[str]:
+    out = subprocess.run(["podman", "ps", "-aq", "--no-trunc", "--filter", f"name=^{PREFIX}"],
+                         capture_output=True, text=True, timeout=60).stdout
+    return set(out.split())
+
+
+def _docker_ids(cache: Path) -> set[str]:
+    """Containers in our dockerd's data-root (dockerd is stopped between samples)."""
+    d = cache / "docker" / "containers"
+    if not d.is_dir():
+        return set()
+    return {p.parent.name for p in d.glob("*/config.v2.json")
+            if f'"Name":"/{PREFIX}' in p.read_text(errors="replace")}
+
+
+def _snapshot(cache: Path) -> dict[str, set[str]]:
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return {
+        "netns": {line.split()[0] for line in netns.splitlines() if line.startswith(PREFIX)},
+        "podman": _podman_ids() if shutil.which("podman") else set(),
+        "docker": _docker_ids(cache),
+        "rundirs": {p.name for p in Path("/run").glob("ibdocker-*")},
+    }
+
+
+@pytest.fixture
+def persistent_cache() -> Path:
+    return default_cache_dir()
+
+
+@pytest.fixture
+def state_dir(tmp_path) -> Path:
+    """Our own (the shared fixture also flags other concurrent runs' namespaces)."""
+    d = tmp_path / "state"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture
+def no_leftovers(persistent_cache, state_dir):
+    before = _snapshot(persistent_cache)
+    yield
+    after = _snapshot(persistent_cache)
+    new = {k: sorted(after[k] - before[k]) for k in after if after[k] - before[k]}
+    assert not new, f"the test left resources behind: {new}"
+    assert list(state_dir.glob("*.json")) == [], "resources still listed in the state file"
+    assert not (persistent_cache / "docker.owner").exists(), "our dockerd is still recorded as running"
+
+
+def _campaign(tmp_path, state_dir, cache, *, kinds, runtime, trace, **extra):
+    setup = {"kinds": kinds, "runtime": runtime, **extra.pop("setup", {})}
+    doc = {"name": "c", "samples": 1, "timing": {"settle_s": 1}, "setup": setup,
+           "traffic": {"traces": [str(trace)], **extra.pop("traffic", {})}, **extra}
+    out = tmp_path / "campaign"
+    started = time.monotonic()
+    result = run_campaign(spec_from_dict(doc), out, state_dir=state_dir, cache_dir=cache, name_prefix=PREFIX)
+    elapsed = time.monotonic() - started
+    summaries = {json.loads(p.read_text())["case"]["setup"]: json.loads(p.read_text())
+                 for p in sorted(out.glob("cases/*/s0/summary.json"))}
+    return result, summaries, out, elapsed
+
+
+def _monitor_rows(sample_dir: Path) -> list[dict[str, str]]:
+    lines = (sample_dir / "monitor.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    return [dict(zip(header, line.split(","))) for line in lines[1:]]
+
+
+@pytest.mark.parametrize("runtime", ["podman", "docker"])
+def test_container_and_vtap_lossless_exact_counts(tmp_path, state_dir, persistent_cache, pcaps,
+                                                  no_leftovers, runtime):
+    _need(runtime)
+    result, summaries, out, elapsed = _campaign(
+        tmp_path, state_dir, persistent_cache, kinds=["container", "container-vtap"], runtime=runtime,
+        trace=pcaps / SMTP, traffic={"replayers": [2], "rate": {"pps": 1000}},
+        setup={"cpus": [1.0], "memory": ["1g"], "swappiness": 0})
+    print(f"{runtime}: 2 samples in {elapsed:.1f} s")
+    assert result.failed == [], result
+    assert set(summaries) == {"container", "container-vtap"}
+    for kind, s in summaries.items():
+        c = s["sensor"]["counters"]
+        assert s["status"] == "ok", (kind, s.get("error"), s["warnings"])
+        assert c["dropped_pkts"] == 0, (kind, c)
+        assert s["replay"]["sent_pkts"] == 2 * 199
+        assert c["decoded_pkts"] == 2 * 199, (kind, c)
+        assert c["captured_pkts"] == 2 * 199, (kind, c)
+        assert s["warnings"] == [], (kind, s["warnings"])
+        rows = _monitor_rows(_sample_dir_of(out, kind))
+        # The container's own cgroup is read: Suricata's memory is there while it runs.
+        assert max(int(r["sensor_mem_bytes"] or 0) for r in rows) > 10 * 2**20, kind
+        assert max(float(r["sensor_cpu_pct"] or 0) for r in rows) > 0, kind
+        # The runtime's host-side processes (conmon / containerd-shim, dockerd) are accounted.
+        assert max(int(r["isolation_mem_bytes"] or 0) for r in rows) > 0, kind
+
+
+def _sample_dir_of(out: Path, kind: str) -> Path:
+    for summary in out.glob("cases/*/s0/summary.json"):
+        if json.loads(summary.read_text())["case"]["setup"] == kind:
+            return summary.parent
+    raise AssertionError(f"no sample of {kind}")
+
+
+@pytest.mark.parametrize("runtime", ["podman", "docker"])
+def test_memory_limit_below_need_is_a_recorded_oom(tmp_path, state_dir, persistent_cache, pcaps,
+                                                   no_leftovers, runtime):
+    """Suricata with its bundled rules needs ~47 MiB: 20 MiB is killed while loading them."""
+    _need(runtime)
+    result, summaries, _out, elapsed = _campaign(
+        tmp_path, state_dir, persistent_cache, kinds=["container"], runtime=runtime,
+        trace=pcaps / SMTP, traffic={"rate": {"pps": 1000}}, setup={"memory": ["20m"]},
+        sensor={"ready_timeout_s": 60})
+    s = summaries["container"]
+    assert s["status"] == "oom", s
+    assert s["sensor_oom_kills"] == 1
+    assert elapsed < 90, f"an OOM must fail fast, took {elapsed:.0f} s"
+
+
+def test_et_ruleset_under_a_small_memory_limit_is_oom(tmp_path, state_dir, persistent_cache, pcaps,
+                                                      no_leftovers):
+    if not ET_RULES.is_file():
+        pytest.skip(f"the ET Open ruleset is not at {ET_RULES} (../shared/data/rules)")
+    _need("podman")
+    _result, summaries, _out, elapsed = _campaign(
+        tmp_path, state_dir, persistent_cache, kinds=["container"], runtime="podman",
+        trace=pcaps / SMTP, traffic={"rate": {"pps": 1000}}, setup={"memory": ["128m"]},
+        sensor={"rules": [str(ET_RULES)], "ready_timeout_s": 300})
+    assert summaries["container"]["status"] == "oom", summaries["container"]
+    assert elapsed < 400
+
+
+def test_cpu_limit_makes_drops_that_add_up(tmp_path, state_dir, persistent_cache, pcaps, no_leftovers):
+    _need("podman")
+    _result, summaries, _out, _elapsed = _campaign(
+        tmp_path, state_dir, persistent_cache, kinds=["container"], runtime="podman",
+        trace=pcaps / ALERTING, traffic={"replayers": [1], "rate": "topspeed", "loops": 300},
+        setup={"cpus": [0.2]})
+    s = summaries["container"]
+    c = s["sensor"]["counters"]
+    assert s["status"] == "ok", s
+    assert c["dropped_pkts"] > 0, c
+    assert c["captured_pkts"] == c["decoded_pkts"] + c["dropped_pkts"]
+    assert c["captured_pkts"] <= s["replay"]["sent_pkts"]
+
+
+DRIVER = r"""
+import sys, time
+from pathlib import Path
+from idsbench.proc import Supervisor
+from idsbench.teardown import TeardownStack
+from idsbench.setups.base import SetupRequest
+from idsbench.setups.registry import make_setup
+from idsbench.wire.netns import NamespaceWire
+td = TeardownStack(state_dir=Path(sys.argv[1]))
+sup = Supervisor(td)
+setup = make_setup(sys.argv[3], SetupRequest(sup=sup, name=td.run_id, sample_dir=Path(sys.argv[2]),
+                   cache_dir=Path(sys.argv[4]), runtime=sys.argv[5], memory_bytes=256 << 20,
+                   name_prefix=sys.argv[6]))
+wire = NamespaceWire(sup, prefix=sys.argv[6], sensor_ns=setup.pre_wire()).up()
+setup.prepare(wire)
+setup.launch(["sleep", "infinity"], stdout=Path(sys.argv[2]) / "stdout.txt")
+print("LAUNCHED", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("kind,runtime", [("container", "docker"), ("container-vtap", "podman")])
+def test_sigkill_leaves_nothing_after_cleanup(tmp_path, state_dir, persistent_cache, no_leftovers,
+                                              kind, runtime):
+    """A run killed with SIGKILL leaves a container (and dockerd); `cleanup` removes them all."""
+    _need(runtime)
+    sample = tmp_path / "sample"
+    sample.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(state_dir), str(sample), kind,
+                             str(persistent_cache), runtime, PREFIX], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert "LAUNCHED" in line, line
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    (state,) = list(state_dir.glob("*.json"))
+    resources = json.loads(state.read_text())["resources"]
+    kinds = [r["kind"] for r in resources]
+    assert "container" in kinds and "netns" in kinds, kinds
+    if runtime == "docker":
+        (dockerd,) = [r for r in resources if r["kind"] == "dockerd"]
+        assert Path(f"/proc/{dockerd['pid']}").exists(), "dockerd should outlive the killed run"
+    else:
+        assert _podman_ids(), "the killed run should have left its container"
+    assert _snapshot(persistent_cache)["netns"], "the killed run should have left its namespaces"
+    done = subprocess.run([sys.executable, "-m", "idsbench.cli.main", "cleanup"], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "IDSBENCH_STATE_DIR": str(state_dir)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "container" in done.stdout
+    assert list(state_dir.glob("*.json")) == []
+    if runtime == "docker":
+        assert not Path(f"/proc/{dockerd['pid']}").exists() or \
+            Path(f"/proc/{dockerd['pid']}/stat").read_text().split(") ")[1].startswith("Z")
