@@ -101,7 +101,9 @@ def _undo_vm_rundir(ident: dict) -> None:
 
 def _undo_container(ident: dict) -> None:
     """`<cli> rm -f ID` (cli is e.g. ["podman", "--runtime", "runc"] or ["docker", "-H", sock])."""
-    argv = [*ident["cli"], "rm", "-f", ident["id"]]
+    from idsbench.setups.container_runtime import rm_argv
+
+    argv = rm_argv(ident["cli"], ident["id"])
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
     if done.returncode != 0 and "no such container" not in (done.stderr or "").lower():
         raise RuntimeError(f"{' '.join(argv)}: {(done.stderr or done.stdout).strip()[:300]}")

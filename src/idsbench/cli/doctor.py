@@ -34,13 +34,21 @@ def checks() -> list[tuple[str, bool, str]]:
     out.append(("network namespaces", os.path.isdir("/var/run/netns") or os.geteuid() == 0,
                 "needs `ip netns` support in the kernel"))
     out.append(("setup baremetal", True, "usable"))
-    for setup in ("container", "container-vtap"):
-        out.append((f"setup {setup}", False, "not implemented yet in this version"))
+    out += _container_checks()
     from idsbench.run.context import default_cache_dir
     from idsbench.setups.vm_qemu import doctor_check
 
     out.append(("setup vm", *doctor_check(default_cache_dir())))
     return out
+
+
+def _container_checks() -> list[tuple[str, bool, str]]:
+    from idsbench.proc import Supervisor
+    from idsbench.run.context import default_cache_dir
+    from idsbench.setups.container_runtime import doctor_checks
+    from idsbench.teardown import TeardownStack
+
+    return doctor_checks(Supervisor(TeardownStack()), default_cache_dir())
 
 
 def add_parser(subparsers) -> None:

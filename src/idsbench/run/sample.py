@@ -63,6 +63,7 @@ def run_sample(ctx: CampaignContext, case: Case, index: int, phase: Phase = lamb
             memory_bytes=case.memory_bytes, cpu_affinity=sensor_cpus,
             read_only_paths=tuple(ctx.rules), cache_dir=ctx.cache_dir,
             runtime=ctx.spec.setup.runtime, swappiness=ctx.spec.setup.swappiness,
+            name_prefix=ctx.name_prefix,
             vcpus=ctx.spec.setup.vcpus, accel=ctx.spec.setup.accel,
         ))
         phase("wire")

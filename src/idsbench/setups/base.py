@@ -41,6 +41,7 @@ class SetupRequest:
     read_only_paths: tuple[Path, ...] = ()     # rule files etc. the sensor must see (same path inside)
     cache_dir: Path = field(default_factory=lambda: Path.home() / ".cache" / "idsbench")
     runtime: str = "auto"         # container setups: "auto" | "podman" | "docker"
+    name_prefix: str = "ib"       # starts every name the setup creates (containers, netns)
     swappiness: int | None = None  # memory.swappiness of the sensor's cgroup (containers)
     vcpus: int | None = None      # vm: guest vCPUs (None: the case's cpus rounded up)
     accel: str = "auto"           # vm: "auto" | "kvm" | "tcg"
