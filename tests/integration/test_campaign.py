@@ -56,3 +56,38 @@ def test_cpu_limit_and_topspeed_cause_drops_that_add_up(tmp_path, state_dir, cac
     assert c["dropped_pkts"] > 0, c
     assert c["captured_pkts"] == c["decoded_pkts"] + c["dropped_pkts"]
     assert c["captured_pkts"] <= s["replay"]["sent_pkts"]
+
+
+def test_campaign_on_several_real_captures_with_report(tmp_path, state_dir, cache_dir, pcaps):
+    from idsbench.report import write_report
+    from idsbench.traffic.pcap import read_info
+
+    traces = [pcaps / n for n in ("sv_smtp-data-rejected.pcap", "ndpi_443-firefox.pcap",
+                                  "zeek_dcerpc_mapi.pcap")]
+    packets = {str(t): read_info(t, cache_dir=cache_dir).packets for t in traces}
+    result, summaries = _run(tmp_path, state_dir, cache_dir,
+                             traffic={"traces": [str(t) for t in traces], "replayers": [1, 4],
+                                      "rate": {"pps": 3000}})
+    assert result.failed == [] and len(summaries) == 6
+    for s in summaries:
+        c = s["sensor"]["counters"]
+        expected = s["case"]["replayers"] * packets[s["case"]["trace"]]
+        assert (c["dropped_pkts"], c["captured_pkts"], c["decoded_pkts"]) == (0, expected, expected), s["case"]
+        assert s["replay"]["sent_pkts"] == expected
+    report = write_report(tmp_path / "campaign")
+    html = report.read_text()
+    assert html.count("<img") >= 4
+    for t in traces:
+        assert t.stem.split("_", 1)[-1][:8] in html
+
+
+@pytest.mark.parametrize("mode,low,high", [("distinct", 3.5, 4.5), ("identical", 0.8, 1.3)])
+def test_flows_per_replayer_mode(tmp_path, state_dir, cache_dir, pcaps, mode, low, high):
+    trace = pcaps / "ppa3_synscan.pcap"  # a SYN scan: ~2000 packets, many flows
+    result, summaries = _run(tmp_path, state_dir, cache_dir,
+                             traffic={"traces": [str(trace)], "replayers": [1, 4], "rate": {"pps": 4000},
+                                      "flows": mode})
+    flows = {s["case"]["replayers"]: s["sensor"]["counters"]["flows"] for s in summaries}
+    assert flows[1] > 100
+    assert low <= flows[4] / flows[1] <= high, flows
+    assert all(s["case"]["flows"] == mode for s in summaries)

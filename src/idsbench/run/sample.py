@@ -177,8 +177,11 @@ def _collect(ctx: CampaignContext, case: Case, run, sample_dir: Path, summary: d
         series = run.counter_series()
     except SensorFailed as exc:
         warnings.append(str(exc))
-    if run.last_eve_scan is not None:
-        warnings.extend(run.last_eve_scan.warnings)
+    scan = run.last_eve_scan
+    if scan is not None:
+        warnings.extend(scan.warnings)
+        summary["eve"] = {"path": str(run.eve_path), "lines": scan.lines,
+                          "corrupt_lines": scan.corrupt_lines, "truncated_tail": bool(scan.truncated_tail)}
     _write_counters_csv(sample_dir / "counters.csv", series)
     summary["sensor"] = {
         "engine": ctx.spec.sensor.engine, "version": ctx.sensor_version,
