@@ -17,6 +17,7 @@ Everything created (dockerd, pause, netns names, macvtap, containers) is in the 
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from pathlib import Path
@@ -118,9 +119,24 @@ class Container:
         self.stats.detach()
         self.final = crt.inspect_state(sup, self.rt, self.container_id)
         self.oom_watch.close()
-        if self.final is not None and self.final.exit_code is not None:
-            return self.final.exit_code
-        return self.client.returncode if self.client is not None else None
+        exit_code = self.final.exit_code if self.final is not None else None
+        if exit_code is None and self.client is not None:
+            exit_code = self.client.returncode
+        self._write_record(exit_code)
+        return exit_code
+
+    def _write_record(self, exit_code: int | None) -> None:
+        """container.json: what ran where, for whoever reads the sample later."""
+        assert self.rt is not None and self.image is not None
+        doc = {"kind": self.kind, "runtime": self.rt.name, "cli": list(self.rt.cli),
+               "image": self.image.ref, "image_suricata": self.image.suricata_version,
+               "id": self.container_id, "pause_id": self.pause_id, "network": self.network,
+               "netns": self.netns, "capture_interface": self.capture_interface(),
+               "cgroup_dirs": {k: str(v) for k, v in self.stats.dirs.items()},
+               "overhead_pids": self._overhead_pids, "exit_code": exit_code,
+               "oom": {"cgroup_oom_kills": self.stats.oom_kills(), "kmsg_oom_kills": self.oom_watch.kills,
+                       "runtime_oom_killed": bool(self.final and self.final.oom_killed)}}
+        (self.req.sample_dir / "container.json").write_text(json.dumps(doc, indent=1) + "\n")
 
     def oom_killed(self) -> bool:
         if self.stats.oom_kills() > 0 or self.oom_watch.poll() > 0:
