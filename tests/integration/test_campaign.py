@@ -91,3 +91,19 @@ def test_flows_per_replayer_mode(tmp_path, state_dir, cache_dir, pcaps, mode, lo
     assert flows[1] > 100
     assert low <= flows[4] / flows[1] <= high, flows
     assert all(s["case"]["flows"] == mode for s in summaries)
+
+
+def test_builtin_trace_detection_ground_truth(tmp_path, state_dir, cache_dir):
+    result, summaries = _run(tmp_path, state_dir, cache_dir,
+                             traffic={"traces": ["builtin:mixed"], "replayers": [2], "rate": {"pps": 10000}},
+                             sensor={"rules": ["builtin:events", "builtin:markers"]})
+    (s,) = summaries
+    c = s["sensor"]["counters"]
+    assert s["status"] == "ok"
+    assert s["trace"]["markers"] > 0
+    assert c["dropped_pkts"] == 0 and c["decoded_pkts"] == 2 * s["trace"]["packets"]
+    assert s["detection"] == {"expected_marker_alerts": 2 * s["trace"]["markers"],
+                              "marker_alerts": 2 * s["trace"]["markers"]}
+    assert c["alerts"] >= 2 * s["trace"]["markers"]
+    assert s["warnings"] == []
+    assert c["decoder_events"] == 0 and c["invalid_pkts"] == 0

@@ -32,11 +32,13 @@ class TraceEntry:
     duration_s: float
     max_frame: int
     per_second: tuple[dict, ...] = ()
+    markers: int | None = None  # marker alerts one copy should raise (synthesized traces only)
 
     def summary(self) -> dict:
         return {"ref": self.ref, "path": str(self.path), "sha256": self.sha256,
                 "packets": self.packets, "bytes": self.bytes, "duration_s": self.duration_s,
-                "max_frame": self.max_frame, "per_second": list(self.per_second)}
+                "max_frame": self.max_frame, "markers": self.markers,
+                "per_second": list(self.per_second)}
 
 
 @dataclass

@@ -18,7 +18,7 @@ from idsbench.store import atomic
 from idsbench.store.environment import fingerprint, sha256_file
 from idsbench.store.layout import CampaignDir
 from idsbench.traffic.pcap import read_info
-from idsbench.traffic.resolve import resolve_trace
+from idsbench.traffic.resolve import resolve_trace, synth_metadata
 
 
 def check_host() -> None:
@@ -39,10 +39,12 @@ def resolve_traces(spec: Spec, cache_dir: Path) -> dict[str, TraceEntry]:
         info = read_info(path, cache_dir=cache_dir)
         if info.packets == 0:
             raise SpecError(f"trace {ref} ({path}) holds no packets.", fix="give a capture with packets.")
+        meta = synth_metadata(path) or {}
         traces[ref] = TraceEntry(
             ref=ref, path=Path(path), sha256=info.sha256, packets=info.packets, bytes=info.bytes,
             duration_s=info.duration_s, max_frame=info.max_frame,
             per_second=tuple(dict(p) for p in (info.per_second or ())),
+            markers=meta.get("markers"),
         )
     return traces
 

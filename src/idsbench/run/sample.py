@@ -19,6 +19,7 @@ from idsbench.proc import Supervisor, wait_all
 from idsbench.run.context import CampaignContext
 from idsbench.run.metrics import resources_in_window, stable_after
 from idsbench.sensors.base import Counters, CounterPoint
+from idsbench.sensors.eve import scan_eve
 from idsbench.setups.base import SetupRequest
 from idsbench.setups.registry import make_setup
 from idsbench.store import atomic
@@ -197,6 +198,7 @@ def _collect(ctx: CampaignContext, case: Case, run, sample_dir: Path, summary: d
         summary["stable_after_s"] = None
     if summary["status"] == "ok":
         _check_invariants(case, summary, final, warnings)
+        _check_detection(ctx, case, run, summary, final, warnings)
 
 
 def _check_invariants(case: Case, summary: dict, final: Counters, warnings: list[str]) -> None:
@@ -214,6 +216,29 @@ def _check_invariants(case: Case, summary: dict, final: Counters, warnings: list
             f"no drops, but decoded {final.decoded_pkts} != sent {sent}: something other than the "
             "replay crossed the wire, or packets were lost before capture (a bug; please report it)"
         )
+
+
+MARKER_SIDS = range(1990000, 1990100)  # sensors/rules/markers.rules
+
+
+def _check_detection(ctx: CampaignContext, case: Case, run, summary: dict, final: Counters,
+                     warnings: list[str]) -> None:
+    """With the marker rules loaded on a synthesized trace, the marker alert count is known."""
+    markers = summary["trace"].get("markers")
+    if markers is None or "builtin:markers" not in ctx.spec.sensor.rules or case.duration_s is not None:
+        return
+    found = 0
+
+    def count(record: dict) -> None:
+        nonlocal found
+        found += record.get("alert", {}).get("signature_id") in MARKER_SIDS
+
+    scan_eve(run.eve_path, ("alert",), count, warn_truncated=False)
+    expected = markers * case.replayers * case.loops
+    summary["detection"] = {"expected_marker_alerts": expected, "marker_alerts": found}
+    if final.dropped_pkts == 0 and found != expected:
+        warnings.append(f"{found} marker alerts, expected {expected} with no drops: "
+                        "the sensor missed (or added) detections")
 
 
 def _write_counters_csv(path: Path, series: list[CounterPoint]) -> None:
