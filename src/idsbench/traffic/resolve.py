@@ -1,8 +1,9 @@
 """Turn a trace reference from a spec or the CLI into a capture file on disk.
 
-`builtin:<profile>` is synthesized with the profile's defaults and cached under
-`<cache_dir>/synth/` (keyed by profile + parameters + generator version); anything else is a path
-to an existing, readable pcap/pcapng file.
+`builtin:<profile>` is synthesized with the profile's defaults, `builtin:<profile>?packets=5000&
+rate_pps=1000` with some of them changed (keys: packets, duration_s, rate_pps, flows, seed,
+marker_rate), and cached under `<cache_dir>/synth/` (keyed by profile + parameters + generator
+version); anything else is a path to an existing, readable pcap/pcapng file.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 from idsbench.errors import InputError, SpecError
 from idsbench.traffic.pcapfmt import detect_format
@@ -17,6 +19,8 @@ from idsbench.traffic.synth import PROFILES, make_params, synthesize
 
 BUILTIN_PREFIX = "builtin:"
 BUILTIN_SEED = 1
+BUILTIN_KEYS = {"packets": int, "duration_s": float, "rate_pps": float, "flows": int, "seed": int,
+                "marker_rate": float}
 
 
 def resolve_trace(ref: str, cache_dir: Path | str) -> Path:
@@ -45,17 +49,36 @@ def check_capture(ref: str | Path) -> Path:
     return path
 
 
-def builtin_path(profile: str, cache_dir: Path | str) -> Path:
-    """Where the builtin trace of `profile` is (or will be) cached."""
+def builtin_params(name: str):
+    """`profile` or `profile?key=value&...` -> SynthParams (InputError naming the reference)."""
+    profile, _, query = name.partition("?")
+    ref = BUILTIN_PREFIX + name
+    if profile not in PROFILES:
+        raise InputError(f"unknown generated trace {ref}.",
+                         fix=f"use one of: {', '.join(BUILTIN_PREFIX + p for p in PROFILES)}.")
+    kwargs: dict = {"seed": BUILTIN_SEED}
+    for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)):
+        if key not in BUILTIN_KEYS:
+            raise InputError(f"{ref}: unknown parameter {key!r}.",
+                             fix=f"use some of: {', '.join(BUILTIN_KEYS)}.")
+        try:
+            kwargs[key] = BUILTIN_KEYS[key](value)
+        except ValueError:
+            raise InputError(f"{ref}: {key}={value!r} is not a number.", fix="give a number.") from None
     try:
-        params = make_params(profile, seed=BUILTIN_SEED)
+        return make_params(profile, **kwargs)
     except SpecError as exc:
-        raise InputError(f"unknown generated trace {BUILTIN_PREFIX}{profile}.",
-                         fix=f"use one of: {', '.join(BUILTIN_PREFIX + p for p in PROFILES)}.") from exc
-    return Path(cache_dir) / "synth" / f"{profile}-{params.key()}.pcap"
+        raise InputError(f"{ref}: {exc.message}", fix=exc.fix) from exc
+
+
+def builtin_path(profile: str, cache_dir: Path | str) -> Path:
+    """Where the builtin trace `profile` (optionally `profile?key=value&...`) is cached."""
+    params = builtin_params(profile)
+    return Path(cache_dir) / "synth" / f"{params.profile}-{params.key()}.pcap"
 
 
 def _builtin(profile: str, cache_dir: Path) -> Path:
+    params = builtin_params(profile)
     out = builtin_path(profile, cache_dir)
     meta = out.with_name(out.name + ".json")
     if out.exists() and meta.exists():
@@ -64,7 +87,7 @@ def _builtin(profile: str, cache_dir: Path) -> Path:
     with open(out.with_name(out.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # concurrent campaigns generate it once
         if not (out.exists() and meta.exists()):
-            synthesize(profile, out, params=make_params(profile, seed=BUILTIN_SEED))
+            synthesize(params.profile, out, params=params)
     return out
 
 
