@@ -122,3 +122,30 @@ def test_sigkill_then_cleanup_then_resume(tmp_path, env, pcaps):
     summaries = [json.loads(p.read_text()) for p in out.glob("cases/*/s0/summary.json")]
     assert len(summaries) == 2
     assert all(s["status"] == "ok" and s["sensor"]["counters"]["dropped_pkts"] == 0 for s in summaries)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_mid_sample_tears_everything_down(tmp_path, env, pcaps, sig):
+    trace = pcaps / "zeek_modbusBig.pcap"
+    spec = _write_spec(tmp_path / "i.toml", [trace], replayers=(2,), pps=3000)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "idsbench.cli.main", "run", str(spec), "--out", str(out),
+                             "--no-report"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not list(out.glob("cases/*/s0/replay-1.txt")):
+            time.sleep(0.05)
+        assert list(out.glob("cases/*/s0/replay-1.txt")), "the replay never started"
+        time.sleep(0.5)
+        proc.send_signal(sig)
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 130, output
+    assert "interrupted" in output
+    assert _netns_with_prefix() == []
+    assert list(Path(env["IDSBENCH_STATE_DIR"]).glob("*.json")) == []
+    assert not list(out.glob("cases/*/s0/summary.json"))  # the interrupted sample is not complete
