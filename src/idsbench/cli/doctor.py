@@ -12,7 +12,8 @@ from idsbench.store.environment import cgroup_version, tcpreplay_version
 def checks() -> list[tuple[str, bool, str]]:
     """(what, ok, detail or fix) for every prerequisite of `idsbench run`."""
     out: list[tuple[str, bool, str]] = []
-    out.append(("root", os.geteuid() == 0, "run as root (namespaces, veth, cgroups need it)"))
+    root = os.geteuid() == 0
+    out.append(("root", root, "running as root" if root else "run as root (namespaces, veth, cgroups need it)"))
     for prog, pkg in (("ip", "iproute2"), ("ethtool", "ethtool"), ("tcpreplay", "tcpreplay"),
                       ("sysctl", "procps")):
         path = shutil.which(prog)
@@ -31,8 +32,8 @@ def checks() -> list[tuple[str, bool, str]]:
     out.append(("tcpreplay version", tcpreplay_version() not in ("missing", "unknown"), tcpreplay_version()))
     cg = cgroup_version()
     out.append(("cgroups", cg != "none", f"cgroup {cg}" if cg != "none" else "mount cgroup v1 or v2"))
-    out.append(("network namespaces", os.path.isdir("/var/run/netns") or os.geteuid() == 0,
-                "needs `ip netns` support in the kernel"))
+    netns = os.path.exists("/proc/self/ns/net")
+    out.append(("network namespaces", netns, "supported" if netns else "the kernel lacks network namespaces"))
     out.append(("setup baremetal", True, "usable"))
     out += _container_checks()
     from idsbench.run.context import default_cache_dir

@@ -24,13 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"idsbench {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
-        try:
-            module = importlib.import_module(f"idsbench.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"idsbench.cli.{name}":
-                continue  # subcommand not built yet
-            raise
-        module.add_parser(subparsers)
+        importlib.import_module(f"idsbench.cli.{name}").add_parser(subparsers)
     return parser
 
 
