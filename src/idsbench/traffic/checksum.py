@@ -1,15 +1,13 @@
 """Vectorised Internet checksums over many packets in one buffer (RFC 1071 sums with numpy).
 
-`segment_sums` adds the 16-bit words of many byte ranges with prefix sums (one per start parity
-and buffer chunk), summing native little-endian words and byte-swapping the folded result, which
-RFC 1071 allows.
+`segment_sums` adds the 16-bit words of many byte ranges with one `np.add.reduceat` pass per start
+parity, summing native little-endian words and byte-swapping the folded result, which RFC 1071
+allows.
 """
 
 from __future__ import annotations
 
 import numpy as np
-
-_CHUNK_WORDS = 1 << 24  # 32 MiB of buffer per prefix-sum pass
 
 
 def fold(total: np.ndarray) -> np.ndarray:
@@ -22,7 +20,8 @@ def fold(total: np.ndarray) -> np.ndarray:
 
 def segment_sums(buf: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
     """Folded one's-complement sum of the big-endian words of each buf[start:start+length]
-    (odd tails zero-padded). Ranges are at most 64 KiB long."""
+    (odd tails zero-padded). Ranges are at most 64 KiB long and must not overlap; ranges of the
+    same start parity must be in buffer order (packets of a capture are)."""
     out = np.zeros(start.size, dtype=np.uint64)
     for parity in (0, 1):
         sel = np.nonzero((start % 2) == parity)[0]
@@ -32,15 +31,13 @@ def segment_sums(buf: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.n
         words = np.frombuffer(buf, dtype="<u2", offset=parity, count=(buf.size - parity) // 2)
         ws = (s - parity) // 2
         we = ws + n // 2
-        sums = np.zeros(sel.size, dtype=np.uint64)
-        group = ws // _CHUNK_WORDS
-        for g in np.unique(group).tolist():  # prefix sums per chunk bound the memory used
-            members = np.nonzero(group == g)[0]
-            lo = g * _CHUNK_WORDS
-            hi = int(we[members].max())
-            prefix = np.zeros(hi - lo + 1, dtype=np.uint32)
-            np.cumsum(words[lo:hi], dtype=np.uint32, out=prefix[1:])  # wraps: differences stay exact
-            sums[members] = (prefix[we[members] - lo] - prefix[ws[members] - lo]).astype(np.uint64)
+        # reduceat over [ws0, we0, ws1, we1, ...]: even slots are the ranges, odd ones the gaps.
+        # A range of at most 32 Ki words fits in uint32; gap sums may wrap and are dropped.
+        bounds = np.empty(2 * sel.size, dtype=np.int64)
+        bounds[0::2], bounds[1::2] = ws, we
+        bounds = bounds[:-1] if bounds[-1] >= words.size else bounds  # last range runs to the end
+        sums = np.add.reduceat(words, np.minimum(bounds, words.size - 1), dtype=np.uint32)[0::2]
+        sums = np.where(we > ws, sums, 0).astype(np.uint64)  # reduceat gives words[ws] when empty
         tail = np.where(n % 2 == 1, buf[np.minimum(s + n - 1, buf.size - 1)], 0).astype(np.uint64)
         folded = fold(sums + tail)
         out[sel] = ((folded & np.uint64(0xFF)) << np.uint64(8)) | (folded >> np.uint64(8))
@@ -48,11 +45,9 @@ def segment_sums(buf: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.n
 
 
 def words_at(buf: np.ndarray, off: np.ndarray, count: int) -> np.ndarray:
-    """Sum of `count` big-endian 16-bit words starting at each offset."""
-    total = np.zeros(off.size, dtype=np.uint64)
-    for k in range(count):
-        total += (buf[off + 2 * k].astype(np.uint64) << np.uint64(8)) | buf[off + 2 * k + 1]
-    return total
+    """Sum of `count` big-endian 16-bit words starting at each offset (one gather)."""
+    b = buf[off[:, None] + np.arange(2 * count)].astype(np.uint64)
+    return (b[:, 0::2].sum(axis=1) << np.uint64(8)) + b[:, 1::2].sum(axis=1)
 
 
 def store16(buf: np.ndarray, off: np.ndarray, value: np.ndarray) -> None:
