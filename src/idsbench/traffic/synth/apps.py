@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import random
 import struct
+from itertools import accumulate
 
 MARKER = b"idsbench-marker"
 
@@ -127,6 +128,8 @@ def tls_encrypted(pool: Pool, size: int, ctype: int = 23) -> bytes:
 
 # -- DNS -------------------------------------------------------------------------------------
 QTYPES = [(1, 60), (28, 25), (65, 6), (15, 3), (16, 3), (12, 3)]  # (qtype, weight)
+QTYPE_CODES = [q for q, _ in QTYPES]
+QTYPE_CUM = list(accumulate(w for _, w in QTYPES))
 
 
 def dns_name(name: str) -> bytes:

@@ -125,7 +125,7 @@ def dns(ctx: Ctx, t0: int, marker: bytes | None, answered: bool = True) -> int:
         name = f"{marker.decode()}.{name}"
     elif rng.random() < 0.3:
         name = f"{rng.choice(apps.WORDS)}{rng.randint(1, 99)}.{name}"
-    qtype = rng.choices([q for q, _ in apps.QTYPES], [w for _, w in apps.QTYPES])[0]
+    qtype = rng.weighted(apps.QTYPE_CODES, apps.QTYPE_CUM)
     query = apps.dns_query(rng.getrandbits(16), name, qtype)
     ctx.buf.add(t0, c2s.udp(cport, sport, query))
     if answered:

@@ -7,11 +7,13 @@ import ipaddress
 import json
 import random
 from dataclasses import asdict, dataclass, field
+from itertools import accumulate
 from pathlib import Path
 
 from idsbench.errors import SpecError
 from idsbench.traffic.synth import apps, flows as fl
 from idsbench.traffic.synth.profiles import PROFILES, Profile
+from idsbench.traffic.synth.rng import Rng
 from idsbench.traffic.synth.tcp import FlowBuf
 from idsbench.traffic.synth.writer import build_pcap, write_atomic
 
@@ -156,13 +158,13 @@ def generate(p: SynthParams) -> Generated:
 
 def _generate(p: SynthParams, scale: float) -> Generated:
     prof = profile_named(p.profile)
-    rng = random.Random(p.seed)
+    rng = Rng(p.seed)
     n_target = p.packets
     est_flows = max(1, n_target // max(int(prof.pkts_per_flow), 1)) if p.flows is None else p.flows
     clients, servers = _address_plan(rng, p, max(16, min(4096, est_flows // 3)))
     ctx = fl.Ctx(rng, apps.Pool(rng), clients, servers, scale)
     kinds = list(prof.mix)
-    weights = [prof.mix[k] for k in kinds]
+    cum_weights = list(accumulate(prof.mix[k] for k in kinds))
     end = int(p.duration_s * 1e9)
     span = max(int(end * 0.95), 1)
     ts: list[int] = []
@@ -171,7 +173,7 @@ def _generate(p: SynthParams, scale: float) -> Generated:
     n_flows = 0
     while len(frames) < n_target:
         remaining = n_target - len(frames)
-        kind = rng.choices(kinds, weights)[0]
+        kind = rng.weighted(kinds, cum_weights)
         marker = apps.marker_token(sum(markers.values()) + 1) if rng.random() < p.marker_rate else None
         t0 = rng.randrange(span)
         sid = 0
