@@ -6,7 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from idsbench.report import write_report
 
 
 def add_parser(subparsers) -> None:
@@ -26,6 +25,8 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from idsbench.report import write_report
+
     print(write_report(args.dir, baseline=args.baseline, cv_threshold=args.cv_threshold))
     if not args.no_index:
         from idsbench.errors import IdsbenchError

@@ -1,5 +1,15 @@
 """Report: figures (SVG + PNG), tables (CSV + JSON) and one self-contained report.html."""
 
-from idsbench.report.html import write_report
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def write_report(campaign_dir: Path | str, **options) -> Path:
+    """See `idsbench.report.html.write_report` (imported on use: matplotlib is slow to load)."""
+    from idsbench.report.html import write_report as _write
+
+    return _write(campaign_dir, **options)
+
 
 __all__ = ["write_report"]
