@@ -99,6 +99,8 @@ def run_sample(ctx: CampaignContext, case: Case, index: int, phase: Phase = lamb
                     summary["status"] = "oom" if setup.oom_killed() else "sensor-failed"
                     summary["error"] = f"the sensor exited during the run (status {child.returncode})"
                 phase("sensor stop")
+                sampler.stop()  # the series ends while the sensor still runs (no shutdown dip)
+                summary["sensor_stop_unix"] = time.time()
                 summary["sensor_exit"] = setup.stop(ctx.spec.timing.stop_timeout_s)
                 if setup.oom_killed():
                     summary["status"] = "oom"
