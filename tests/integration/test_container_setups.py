@@ -169,10 +169,11 @@ def test_et_ruleset_under_a_small_memory_limit_is_oom(tmp_path, state_dir, persi
     assert elapsed < 400
 
 
-def test_cpu_limit_makes_drops_that_add_up(tmp_path, state_dir, persistent_cache, pcaps, no_leftovers):
-    _need("podman")
+def test_cpu_limit_makes_drops_that_add_up(tmp_path, state_dir, persistent_cache, pcaps, no_leftovers,
+                                           runtime):
+    _need(runtime)
     _result, summaries, _out, _elapsed = _campaign(
-        tmp_path, state_dir, persistent_cache, kinds=["container"], runtime="podman",
+        tmp_path, state_dir, persistent_cache, kinds=["container"], runtime=runtime,
         trace=pcaps / ALERTING, traffic={"replayers": [1], "rate": "topspeed", "loops": 300},
         setup={"cpus": [0.2]})
     s = summaries["container"]
