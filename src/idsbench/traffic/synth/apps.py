@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import random
 import struct
+from functools import lru_cache
 from itertools import accumulate
 
 MARKER = b"idsbench-marker"
@@ -132,22 +133,43 @@ QTYPE_CODES = [q for q, _ in QTYPES]
 QTYPE_CUM = list(accumulate(w for _, w in QTYPES))
 
 
+_DNS_HEADER = struct.Struct("!HHHHHH")
+_EDNS0 = b"\x00\x00\x29\x04\xd0\x00\x00\x00\x00\x00\x00"  # OPT record, 1232-byte payload
+
+
+@lru_cache(maxsize=1 << 14)
 def dns_name(name: str) -> bytes:
-    return b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0"
+    """Wire form of a name (cached: host names repeat)."""
+    out = bytearray()
+    for label in name.encode().split(b"."):
+        out.append(len(label))
+        out += label
+    out.append(0)
+    return bytes(out)
 
 
-def dns_query(txid: int, name: str, qtype: int) -> bytes:
-    return struct.pack("!HHHHHH", txid, 0x0100, 1, 0, 0, 1) + dns_name(name) + struct.pack("!HH", qtype, 1) \
-        + b"\x00\x00\x29\x04\xd0\x00\x00\x00\x00\x00\x00"  # EDNS0 OPT, 1232-byte payload
+def dns_label(label: bytes) -> bytes:
+    return bytes([len(label)]) + label
+
+
+def dns_query(txid: int, qname: bytes, qtype: int) -> bytes:
+    """A recursive query for the wire-form name `qname`, with an EDNS0 OPT record."""
+    return _DNS_HEADER.pack(txid, 0x0100, 1, 0, 0, 1) + qname + struct.pack("!HH", qtype, 1) + _EDNS0
+
+
+_RESPONSE = struct.Struct("!HHHHH")
+_ANSWER = struct.Struct("!HHHIH")  # pointer to the question's name, type, class IN, TTL, rdlength
+ADDRESS_COUNTS = (1, 1, 1, 2, 4)
 
 
 def dns_response(rng: random.Random, pool: Pool, query: bytes, qtype: int, nxdomain: bool) -> bytes:
     txid = query[:2]
     question = query[12:-11]
     if nxdomain:
-        return txid + struct.pack("!HHHHH", 0x8183, 1, 0, 0, 0) + question
+        return txid + _RESPONSE.pack(0x8183, 1, 0, 0, 0) + question
+    count = rng.choice(ADDRESS_COUNTS) if qtype in (1, 28) else 1
     answers = []
-    for _ in range(rng.choice((1, 1, 1, 2, 4)) if qtype in (1, 28) else 1):
+    for _ in range(count):
         if qtype == 1:
             rdata = pool.take(4)
         elif qtype == 28:
@@ -161,8 +183,8 @@ def dns_response(rng: random.Random, pool: Pool, query: bytes, qtype: int, nxdom
             rdata = dns_name(hostname(rng))
         else:  # HTTPS record: priority 1, target ".", alpn h2
             rdata = b"\x00\x01\x00\x00\x01\x00\x03\x02h2"
-        answers.append(b"\xc0\x0c" + struct.pack("!HHIH", qtype, 1, rng.randint(30, 86400), len(rdata)) + rdata)
-    return txid + struct.pack("!HHHHH", 0x8180, 1, len(answers), 0, 0) + question + b"".join(answers)
+        answers.append(_ANSWER.pack(0xC00C, qtype, 1, rng.randint(30, 86400), len(rdata)) + rdata)
+    return txid + _RESPONSE.pack(0x8180, 1, count, 0, 0) + question + b"".join(answers)
 
 
 # -- SMTP / SSH ------------------------------------------------------------------------------

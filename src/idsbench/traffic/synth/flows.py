@@ -12,11 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from idsbench.traffic.synth import apps
-from idsbench.traffic.synth.frames import GATEWAY_MAC, Path, mac_for
+from idsbench.traffic.synth.frames import GATEWAY_MAC, Path, mac_for, udp_frame
 from idsbench.traffic.synth.tcp import US, FlowBuf, TcpConn
 
 MS = 1_000_000
 SID_TCP, SID_UDP, SID_ICMP = 1990001, 1990002, 1990003
+SERVER_TTLS = (52, 54, 57, 116, 243)
 
 
 @dataclass
@@ -38,19 +39,25 @@ class Ctx:
     def rtt(self) -> int:
         return int(self.lognorm(25.0, 0.7, 0.5, 300.0) * MS)
 
-    def endpoints(self, service: str, port: int, client_ttl: int = 64) -> tuple[Path, Path, int, int]:
+    def hosts(self, service: str, port: int) -> tuple[bytes, bytes, int]:
+        """A client, a server of `service` and a client port no earlier flow used with both."""
         rng = self.rng
         client = rng.choice(self.clients)
         server = rng.choice(self.servers[service])
+        used = self.used
         while True:
             cport = rng.randint(32768, 60999)
             key = (client, cport, server, port)
-            if key not in self.used:
-                self.used.add(key)
-                break
-        c2s = Path(client, server, mac_for(client), GATEWAY_MAC, client_ttl, rng.getrandbits(16))
-        s2c = Path(server, client, GATEWAY_MAC, mac_for(client), rng.choice((52, 54, 57, 116, 243)),
-                   rng.getrandbits(16))
+            if key not in used:
+                used.add(key)
+                return client, server, cport
+
+    def endpoints(self, service: str, port: int, client_ttl: int = 64) -> tuple[Path, Path, int, int]:
+        client, server, cport = self.hosts(service, port)
+        rng = self.rng
+        cmac = mac_for(client)
+        c2s = Path(client, server, cmac, GATEWAY_MAC, client_ttl, rng.getrandbits(16))
+        s2c = Path(server, client, GATEWAY_MAC, cmac, rng.choice(SERVER_TTLS), rng.getrandbits(16))
         return c2s, s2c, cport, port
 
     def tcp(self, service: str, port: int, t0: int, bw_mbps: float) -> TcpConn:
@@ -118,19 +125,25 @@ def tls(ctx: Ctx, t0: int, marker: bytes | None) -> int:
 
 
 def dns(ctx: Ctx, t0: int, marker: bytes | None, answered: bool = True) -> int:
+    """One lookup (two packets, or the query alone); frames packed directly, without Path objects."""
     rng = ctx.rng
-    c2s, s2c, cport, sport = ctx.endpoints("dns", 53)
-    name = apps.hostname(rng)
+    client, server, cport = ctx.hosts("dns", 53)
+    client_id, server_ttl, server_id = rng.getrandbits(16), rng.choice(SERVER_TTLS), rng.getrandbits(16)
+    qname = apps.dns_name(apps.hostname(rng))
     if marker:
-        name = f"{marker.decode()}.{name}"
+        qname = apps.dns_label(marker) + qname
     elif rng.random() < 0.3:
-        name = f"{rng.choice(apps.WORDS)}{rng.randint(1, 99)}.{name}"
+        qname = apps.dns_label(b"%s%d" % (rng.choice(apps.WORDS).encode(), rng.randint(1, 99))) + qname
     qtype = rng.weighted(apps.QTYPE_CODES, apps.QTYPE_CUM)
-    query = apps.dns_query(rng.getrandbits(16), name, qtype)
-    ctx.buf.add(t0, c2s.udp(cport, sport, query))
+    query = apps.dns_query(rng.getrandbits(16), qname, qtype)
+    cmac = mac_for(client)
+    ctx.buf.add(t0, udp_frame(GATEWAY_MAC, cmac, 64, (client_id + 1) & 0xFFFF, client, server, cport, 53,
+                              query))
     if answered:
         resp = apps.dns_response(rng, ctx.pool, query, qtype, nxdomain=rng.random() < 0.06)
-        ctx.buf.add(t0 + int(ctx.lognorm(4.0, 1.0, 0.2, 150.0) * MS), s2c.udp(sport, cport, resp))
+        ctx.buf.add(t0 + int(ctx.lognorm(4.0, 1.0, 0.2, 150.0) * MS),
+                    udp_frame(cmac, GATEWAY_MAC, server_ttl, (server_id + 1) & 0xFFFF, server, client, 53, cport,
+                              resp))
     return SID_UDP if marker else 0
 
 
@@ -228,6 +241,7 @@ def tiny(ctx: Ctx, t0: int, marker: bytes | None) -> int:
     return SID_TCP if marker else 0
 
 
-FLOW_TYPES: dict[str, Callable[[Ctx, int, bytes | None], int]] = {
+FlowFn = Callable[[Ctx, int, bytes | None], int]
+FLOW_TYPES: dict[str, FlowFn] = {
     "http": http, "tls": tls, "dns": dns, "icmp": icmp, "smtp": smtp, "ssh": ssh, "bulk": bulk, "tiny": tiny,
 }

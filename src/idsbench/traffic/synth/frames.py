@@ -61,13 +61,17 @@ class Path:
         return head + options + payload if options else head + payload
 
     def udp(self, sport: int, dport: int, payload: bytes) -> bytes:
-        total = 28 + len(payload)
-        return _ETH_IP_UDP.pack(self.dst_mac, self.src_mac, ETH_IPV4, 0x45, 0, total, self._next_id(), 0,
-                                self.ttl, PROTO_UDP, 0, self.src, self.dst, sport, dport,
-                                8 + len(payload), 0) + payload
+        return udp_frame(self.dst_mac, self.src_mac, self.ttl, self._next_id(), self.src, self.dst, sport, dport,
+                         payload)
 
     def icmp(self, itype: int, code: int, ident: int, seq: int, payload: bytes) -> bytes:
         total = 28 + len(payload)
         return _ETH_IP_ICMP.pack(self.dst_mac, self.src_mac, ETH_IPV4, 0x45, 0, total, self._next_id(), 0,
                                  self.ttl, PROTO_ICMP, 0, self.src, self.dst, itype, code, 0, ident,
                                  seq) + payload
+
+
+def udp_frame(dst_mac: bytes, src_mac: bytes, ttl: int, ip_id: int, src: bytes, dst: bytes, sport: int,
+              dport: int, payload: bytes) -> bytes:
+    return _ETH_IP_UDP.pack(dst_mac, src_mac, ETH_IPV4, 0x45, 0, 28 + len(payload), ip_id, 0, ttl, PROTO_UDP, 0,
+                            src, dst, sport, dport, 8 + len(payload), 0) + payload

@@ -15,7 +15,7 @@ from idsbench.traffic.synth import apps, flows as fl
 from idsbench.traffic.synth.profiles import PROFILES, Profile
 from idsbench.traffic.synth.rng import Rng
 from idsbench.traffic.synth.tcp import FlowBuf
-from idsbench.traffic.synth.writer import build_pcap, write_atomic
+from idsbench.traffic.synth.writer import write_atomic, write_pcap
 
 GENERATOR_VERSION = 1
 START_UNIX = 1_700_000_000  # fixed epoch of every generated capture (2023-11-14 22:13:20 UTC)
@@ -163,50 +163,62 @@ def _generate(p: SynthParams, scale: float) -> Generated:
     est_flows = max(1, n_target // max(int(prof.pkts_per_flow), 1)) if p.flows is None else p.flows
     clients, servers = _address_plan(rng, p, max(16, min(4096, est_flows // 3)))
     ctx = fl.Ctx(rng, apps.Pool(rng), clients, servers, scale)
-    kinds = list(prof.mix)
-    cum_weights = list(accumulate(prof.mix[k] for k in kinds))
+    flow_types = [fl.FLOW_TYPES[kind] for kind in prof.mix]
+    cum_weights = list(accumulate(prof.mix.values()))
     end = int(p.duration_s * 1e9)
     span = max(int(end * 0.95), 1)
     ts: list[int] = []
     frames: list[bytes] = []
     markers: dict[int, int] = {}
-    n_flows = 0
+    n_flows = n_markers = 0
     while len(frames) < n_target:
         remaining = n_target - len(frames)
-        kind = rng.weighted(kinds, cum_weights)
-        marker = apps.marker_token(sum(markers.values()) + 1) if rng.random() < p.marker_rate else None
+        flow = rng.weighted(flow_types, cum_weights)
+        marker = apps.marker_token(n_markers + 1) if rng.random() < p.marker_rate else None
         t0 = rng.randrange(span)
-        sid = 0
         ctx.budget = remaining
-        for attempt in range(4 if remaining > 24 else 1):  # too big for what is left: shrink it
-            ctx.buf = FlowBuf()
-            ctx.scale = scale * (1.0 if attempt == 0 else min(1.0, 0.7 * remaining / prev) ** attempt)
-            sid = fl.FLOW_TYPES[kind](ctx, t0, marker)
-            prev = len(ctx.buf)
-            if prev <= remaining:
-                break
-        ctx.scale = scale
-        if len(ctx.buf) > remaining:  # fill the last few packets with DNS lookups
-            ctx.buf = FlowBuf()
-            sid = fl.dns(ctx, t0, None, answered=remaining >= 2)
-        _squeeze(ctx.buf, t0, end)
-        ts.extend(ctx.buf.ts)
-        frames.extend(ctx.buf.frames)
+        buf, sid = _one_flow(ctx, flow, t0, marker, remaining, scale)
+        _squeeze(buf, t0, end)
+        ts.extend(buf.ts)
+        frames.extend(buf.frames)
         n_flows += 1
         if sid:
             markers[sid] = markers.get(sid, 0) + 1
+            n_markers += 1
     return ts, frames, markers, n_flows
+
+
+def _one_flow(ctx: fl.Ctx, flow: fl.FlowFn, t0: int, marker: bytes | None, remaining: int,
+              scale: float) -> tuple[FlowBuf, int]:
+    """Build one flow into a fresh buffer. A flow with more packets than the trace still needs is
+    rebuilt smaller (up to three times), and finally replaced by a DNS lookup."""
+    ctx.buf = FlowBuf()
+    sid = flow(ctx, t0, marker)
+    prev = len(ctx.buf)
+    if prev <= remaining:
+        return ctx.buf, sid
+    for attempt in range(1, 4 if remaining > 24 else 1):
+        ctx.buf = FlowBuf()
+        ctx.scale = scale * min(1.0, 0.7 * remaining / prev) ** attempt
+        sid = flow(ctx, t0, marker)
+        prev = len(ctx.buf)
+        if prev <= remaining:
+            break
+    ctx.scale = scale
+    if len(ctx.buf) > remaining:  # fill the last few packets with DNS lookups
+        ctx.buf = FlowBuf()
+        sid = fl.dns(ctx, t0, None, answered=remaining >= 2)
+    return ctx.buf, sid
 
 
 def synthesize(profile: str, out: Path | str, **params) -> SynthResult:
     """Generate a capture to `out` and a sidecar `<out>.json` with its ground truth (marker alerts)."""
     p = params.pop("params", None) or make_params(profile, **params)
     ts, frames, markers, n_flows = generate(p)
-    data = build_pcap(ts, frames, START_UNIX * 1_000_000_000)
     out = Path(out)
-    write_atomic(out, data)
+    sha256 = write_pcap(out, ts, frames, START_UNIX * 1_000_000_000)
     result = SynthResult(
-        path=out, sha256=hashlib.sha256(data).hexdigest(), packets=len(frames),
+        path=out, sha256=sha256, packets=len(frames),
         bytes=sum(len(f) for f in frames), flows=n_flows,
         duration_s=round((max(ts) - min(ts)) / 1e9, 6) if ts else 0.0,
         markers=sum(markers.values()), markers_by_sid=dict(sorted(markers.items())), params=p,
