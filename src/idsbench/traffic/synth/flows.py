@@ -18,6 +18,7 @@ from idsbench.traffic.synth.tcp import US, FlowBuf, TcpConn
 MS = 1_000_000
 SID_TCP, SID_UDP, SID_ICMP = 1990001, 1990002, 1990003
 SERVER_TTLS = (52, 54, 57, 116, 243)
+LOG_4 = math.log(4.0)
 
 
 @dataclass
@@ -141,7 +142,8 @@ def dns(ctx: Ctx, t0: int, marker: bytes | None, answered: bool = True) -> int:
                               query))
     if answered:
         resp = apps.dns_response(rng, ctx.pool, query, qtype, nxdomain=rng.random() < 0.06)
-        ctx.buf.add(t0 + int(ctx.lognorm(4.0, 1.0, 0.2, 150.0) * MS),
+        delay_ms = min(max(rng.lognormvariate(LOG_4, 1.0), 0.2), 150.0)  # ctx.lognorm(4.0, 1.0, 0.2, 150.0)
+        ctx.buf.add(t0 + int(delay_ms * MS),
                     udp_frame(cmac, GATEWAY_MAC, server_ttl, (server_id + 1) & 0xFFFF, server, client, 53, cport,
                               resp))
     return SID_UDP if marker else 0

@@ -177,8 +177,12 @@ def _generate(p: SynthParams, scale: float) -> Generated:
         marker = apps.marker_token(n_markers + 1) if rng.random() < p.marker_rate else None
         t0 = rng.randrange(span)
         ctx.budget = remaining
-        buf, sid = _one_flow(ctx, flow, t0, marker, remaining, scale)
-        _squeeze(buf, t0, end)
+        ctx.buf = buf = FlowBuf()
+        sid = flow(ctx, t0, marker)
+        if len(buf) > remaining:
+            buf, sid = _rebuild_smaller(ctx, flow, t0, marker, remaining, scale)
+        if max(buf.ts) >= end:
+            _squeeze(buf, t0, end)
         ts.extend(buf.ts)
         frames.extend(buf.frames)
         n_flows += 1
@@ -188,15 +192,12 @@ def _generate(p: SynthParams, scale: float) -> Generated:
     return ts, frames, markers, n_flows
 
 
-def _one_flow(ctx: fl.Ctx, flow: fl.FlowFn, t0: int, marker: bytes | None, remaining: int,
-              scale: float) -> tuple[FlowBuf, int]:
-    """Build one flow into a fresh buffer. A flow with more packets than the trace still needs is
-    rebuilt smaller (up to three times), and finally replaced by a DNS lookup."""
-    ctx.buf = FlowBuf()
-    sid = flow(ctx, t0, marker)
+def _rebuild_smaller(ctx: fl.Ctx, flow: fl.FlowFn, t0: int, marker: bytes | None, remaining: int,
+                     scale: float) -> tuple[FlowBuf, int]:
+    """The flow in ctx.buf has more packets than the trace still needs: build it again smaller (up to
+    three times), and finally replace it by a DNS lookup."""
     prev = len(ctx.buf)
-    if prev <= remaining:
-        return ctx.buf, sid
+    sid = 0
     for attempt in range(1, 4 if remaining > 24 else 1):
         ctx.buf = FlowBuf()
         ctx.scale = scale * min(1.0, 0.7 * remaining / prev) ** attempt
