@@ -84,8 +84,9 @@ class TcpConn:
         last_ack_t = t
         pos, k = 0, 0
         gap = self.seg_gap
+        view = memoryview(data)  # segments are views: the frame is the only copy of their bytes
         while pos < n:
-            chunk = data[pos:pos + MSS]
+            chunk = view[pos:pos + MSS]
             pos += len(chunk)
             k += 1
             flags = ACK | PSH if pos >= n else ACK
