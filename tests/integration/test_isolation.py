@@ -1,0 +1,72 @@
+"""The isolation comparison of issue 4 in single campaigns: all four setups on the same wire and
+trace; a CPU limit that makes the container drop while unlimited bare metal keeps up."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from idsbench.run.campaign import run_campaign
+from idsbench.run.context import default_cache_dir
+from idsbench.spec import spec_from_dict
+
+pytestmark = pytest.mark.usefixtures("need_root")
+
+PREFIX = f"ibiso{os.getpid() % 10000}"
+
+
+def _need(*programs):
+    missing = [p for p in programs if shutil.which(p) is None]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} (scripts/install-system.sh installs them)")
+
+
+def _campaign(tmp_path, state_dir, doc):
+    out = tmp_path / "campaign"
+    run_campaign(spec_from_dict({"name": "iso", "samples": 1, "timing": {"settle_s": 2}, **doc}), out,
+                 state_dir=state_dir, cache_dir=default_cache_dir(), name_prefix=PREFIX)
+    return [json.loads(p.read_text()) for p in sorted(out.glob("cases/*/s0/summary.json"))]
+
+
+def test_all_four_setups_on_the_same_trace_and_load(tmp_path, state_dir, pcaps):
+    _need("podman", "runc", "debootstrap", "qemu-system-x86_64")
+    trace = pcaps / "sv_smtp-data-rejected.pcap"  # 199 packets
+    summaries = _campaign(tmp_path, state_dir, {
+        "traffic": {"traces": [str(trace)], "replayers": [2], "rate": {"pps": 400}},
+        "setup": {"kinds": ["baremetal", "container", "container-vtap", "vm"], "cpus": 1.0,
+                  "memory": "1g", "runtime": "podman"},
+    })
+    by_setup = {s["case"]["setup"]: s for s in summaries}
+    assert set(by_setup) == {"baremetal", "container", "container-vtap", "vm"}
+    # Same sender side for all: the same trace sha, the same packets sent.
+    assert len({s["trace"]["sha256"] for s in summaries}) == 1
+    assert {s["replay"]["sent_pkts"] for s in summaries} == {2 * 199}
+    for setup in ("baremetal", "container", "container-vtap"):
+        c = by_setup[setup]["sensor"]["counters"]
+        assert by_setup[setup]["status"] == "ok", by_setup[setup]
+        assert (c["dropped_pkts"], c["decoded_pkts"]) == (0, 2 * 199), (setup, c)
+    vm = by_setup["vm"]
+    assert vm["status"] == "ok", vm
+    (vm_json,) = (tmp_path / "campaign").glob("cases/*-vm-*/s0/vm.json")
+    accel = json.loads(vm_json.read_text())["accel"]
+    assert ("emulated" in vm["labels"]) == (accel == "tcg"), (accel, vm["labels"])
+    assert vm["sensor"]["counters"]["decoded_pkts"] + vm["sensor"]["counters"]["dropped_pkts"] \
+        == vm["sensor"]["counters"]["captured_pkts"]
+    assert vm["sensor"]["counters"]["decoded_pkts"] == 2 * 199
+
+
+def test_cpu_limit_drops_in_container_not_on_unlimited_bare_metal(tmp_path, state_dir, pcaps):
+    _need("podman", "runc", "debootstrap")
+    trace = str(pcaps / "tcpreplay_test.pcap")  # 179 packets: HTTP, DNS, ...
+    traffic = {"traces": [trace], "replayers": [1], "rate": {"pps": 120000}, "loops": 3000}
+    bare = _campaign(tmp_path / "bare", state_dir, {"traffic": traffic, "setup": {"kinds": ["baremetal"]}})
+    limited = _campaign(tmp_path / "limited", state_dir, {
+        "traffic": traffic, "setup": {"kinds": ["container"], "cpus": 0.2, "runtime": "podman"}})
+    b = bare[0]["sensor"]["counters"]
+    c = limited[0]["sensor"]["counters"]
+    assert b["dropped_pkts"] == 0 and b["decoded_pkts"] == 3000 * 179, b
+    assert c["dropped_pkts"] > 0, c
+    assert c["captured_pkts"] == c["decoded_pkts"] + c["dropped_pkts"]
