@@ -126,7 +126,10 @@ def tls(ctx: Ctx, t0: int, marker: bytes | None) -> int:
 
 
 def dns(ctx: Ctx, t0: int, marker: bytes | None, answered: bool = True) -> int:
-    """One lookup (two packets, or the query alone); frames packed directly, without Path objects."""
+    """One lookup (two packets, or the query alone), built on its own.
+
+    `generate` does not call this: it recognises `dns` in FLOW_TYPES and builds all lookups of a
+    trace in one batch (`dnsbatch.DnsBatch`, GENERATOR_VERSION 2). Kept as the single-flow form."""
     rng = ctx.rng
     client, server, cport = ctx.hosts("dns", 53)
     client_id, server_ttl, server_id = rng.getrandbits(16), rng.choice(SERVER_TTLS), rng.getrandbits(16)

@@ -11,13 +11,16 @@ from itertools import accumulate
 from pathlib import Path
 
 from idsbench.errors import SpecError
+import numpy as np
+
 from idsbench.traffic.synth import apps, flows as fl
+from idsbench.traffic.synth.dnsbatch import DnsBatch
 from idsbench.traffic.synth.profiles import PROFILES, Profile
 from idsbench.traffic.synth.rng import Rng
 from idsbench.traffic.synth.tcp import FlowBuf
 from idsbench.traffic.synth.writer import write_atomic, write_pcap
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2  # 2: DNS lookups built in numpy batches, flow plan drawn from numpy
 START_UNIX = 1_700_000_000  # fixed epoch of every generated capture (2023-11-14 22:13:20 UTC)
 SERVICES = {"web": 24, "dns": 2, "mail": 2, "ssh": 6, "bulk": 4, "icmp": 12}
 MAX_PACKETS = 50_000_000
@@ -156,46 +159,79 @@ def generate(p: SynthParams) -> Generated:
     return best
 
 
+PLAN_BLOCK = 4096
+
+
 def _generate(p: SynthParams, scale: float) -> Generated:
+    """Flow kinds, markers and start times come from a numpy stream (drawn in blocks), TCP/ICMP
+    flows are built one by one with the Python Rng, DNS lookups are collected and built in one
+    batch at the end (their packet count is known up front: 2, or 1 for a lone query)."""
     prof = profile_named(p.profile)
     rng = Rng(p.seed)
+    plan = np.random.Generator(np.random.PCG64(np.random.SeedSequence([p.seed, 1])))
     n_target = p.packets
     est_flows = max(1, n_target // max(int(prof.pkts_per_flow), 1)) if p.flows is None else p.flows
     clients, servers = _address_plan(rng, p, max(16, min(4096, est_flows // 3)))
     ctx = fl.Ctx(rng, apps.Pool(rng), clients, servers, scale)
+    lookups = DnsBatch(p.seed, clients, servers["dns"])
     flow_types = [fl.FLOW_TYPES[kind] for kind in prof.mix]
-    cum_weights = list(accumulate(prof.mix.values()))
+    cum = np.array(list(accumulate(prof.mix.values())), dtype=np.float64)
     end = int(p.duration_s * 1e9)
     span = max(int(end * 0.95), 1)
     ts: list[int] = []
     frames: list[bytes] = []
     markers: dict[int, int] = {}
-    n_flows = n_markers = 0
-    while len(frames) < n_target:
-        remaining = n_target - len(frames)
-        flow = rng.weighted(flow_types, cum_weights)
-        marker = apps.marker_token(n_markers + 1) if rng.random() < p.marker_rate else None
-        t0 = rng.randrange(span)
-        ctx.budget = remaining
-        ctx.buf = buf = FlowBuf()
-        sid = flow(ctx, t0, marker)
-        if len(buf) > remaining:
-            buf, sid = _rebuild_smaller(ctx, flow, t0, marker, remaining, scale)
-        if max(buf.ts) >= end:
-            _squeeze(buf, t0, end)
-        ts.extend(buf.ts)
-        frames.extend(buf.frames)
+    n_flows = n_markers = n_pkts = 0
+    kinds: list[int] = []
+    marked: list[bool] = []
+    starts: list[int] = []
+    j = 0
+    dns = fl.dns
+    while n_pkts < n_target:
+        if j == len(kinds):
+            u = plan.random((2, PLAN_BLOCK))
+            kinds = np.minimum(np.searchsorted(cum, u[0] * cum[-1], side="right"), len(cum) - 1).tolist()
+            marked = (u[1] < p.marker_rate).tolist()
+            starts = plan.integers(0, span, PLAN_BLOCK).tolist()
+            j = 0
+        remaining = n_target - n_pkts
+        flow = flow_types[kinds[j]]
+        marker = apps.marker_token(n_markers + 1) if marked[j] else None
+        t0 = starts[j]
+        j += 1
         n_flows += 1
+        if flow is dns:
+            lookups.add(t0, marker, remaining >= 2)
+            n_pkts += 2 if remaining >= 2 else 1
+            sid = fl.SID_UDP if marker else 0
+        else:
+            ctx.budget = remaining
+            ctx.buf = buf = FlowBuf()
+            sid = flow(ctx, t0, marker)
+            if len(buf) > remaining:
+                buf, sid = _rebuild_smaller(ctx, flow, t0, marker, remaining, scale)
+            if buf is None:  # fill the last few packets with a DNS lookup
+                lookups.add(t0, None, remaining >= 2)
+                n_pkts += 2 if remaining >= 2 else 1
+            else:
+                if max(buf.ts) >= end:
+                    _squeeze(buf, t0, end)
+                ts.extend(buf.ts)
+                frames.extend(buf.frames)
+                n_pkts += len(buf)
         if sid:
             markers[sid] = markers.get(sid, 0) + 1
             n_markers += 1
+    dns_ts, dns_frames = lookups.build(end)
+    ts.extend(dns_ts)
+    frames.extend(dns_frames)
     return ts, frames, markers, n_flows
 
 
 def _rebuild_smaller(ctx: fl.Ctx, flow: fl.FlowFn, t0: int, marker: bytes | None, remaining: int,
-                     scale: float) -> tuple[FlowBuf, int]:
+                     scale: float) -> tuple[FlowBuf | None, int]:
     """The flow in ctx.buf has more packets than the trace still needs: build it again smaller (up to
-    three times), and finally replace it by a DNS lookup."""
+    three times); (None, 0) when it still does not fit (the caller adds a DNS lookup instead)."""
     prev = len(ctx.buf)
     sid = 0
     for attempt in range(1, 4 if remaining > 24 else 1):
@@ -206,9 +242,8 @@ def _rebuild_smaller(ctx: fl.Ctx, flow: fl.FlowFn, t0: int, marker: bytes | None
         if prev <= remaining:
             break
     ctx.scale = scale
-    if len(ctx.buf) > remaining:  # fill the last few packets with DNS lookups
-        ctx.buf = FlowBuf()
-        sid = fl.dns(ctx, t0, None, answered=remaining >= 2)
+    if len(ctx.buf) > remaining:
+        return None, 0
     return ctx.buf, sid
 
 
