@@ -16,6 +16,16 @@ FLIGHT = 32  # segments sent before waiting for an ACK (32 * 1460 < the 64 KiB w
 # MSS, NOP, NOP, SACK permitted, NOP, window scale 7: 12 bytes, so the header is 32 bytes
 _SYN_OPTS = struct.pack("!BBH", 2, 4, MSS) + b"\x01\x01\x04\x02\x01\x03\x03\x07"
 US = 1_000
+# Ethernet + IPv4 version/TOS | total length | id | flags .. dst address + ports | seq | ack | offset
+# | flags | window | checksum | urgent: a TCP segment without options in one pack
+_SEG = struct.Struct("!16sHH18sIIBBHHH")
+
+
+def _consts(path: Path, sport: int, dport: int) -> tuple[bytes, bytes]:
+    """The constant parts of a direction's option-less TCP headers (see `Path.tcp`)."""
+    pre = path.dst_mac + path.src_mac + b"\x08\x00\x45\x00"
+    mid = struct.pack("!HBBH4s4sHH", 0x4000, path.ttl, 6, 0, path.src, path.dst, sport, dport)
+    return pre, mid
 
 
 class FlowBuf:
@@ -75,37 +85,57 @@ class TcpConn:
         self.t = t
 
     def send(self, from_client: bool, data: bytes, delay_ns: int = 0) -> None:
-        """Send `data` in MSS segments; the receiver ACKs every second segment and the last one."""
+        """Send `data` in MSS segments; the receiver ACKs every second segment and the last one.
+
+        The per-segment work is inlined (one struct pack per packet with the constant Ethernet/IP
+        bytes of each direction precomputed); frames are byte-identical to `Path.tcp`."""
         t = self.t + delay_ns
         n = len(data)
         if n == 0:
             return
-        seg_ack_delay = self.rtt if from_client else self._client_think()
+        if from_client:
+            tx, rx, sport, dport = self.c2s, self.s2c, self.cport, self.sport
+            seq, peer, win, rwin = self.cseq, self.sseq, self.cwin, self.swin
+            seg_ack_delay = self.rtt
+        else:
+            tx, rx, sport, dport = self.s2c, self.c2s, self.sport, self.cport
+            seq, peer, win, rwin = self.sseq, self.cseq, self.swin, self.cwin
+            seg_ack_delay = self._client_think()
+        tx_pre, tx_mid = _consts(tx, sport, dport)
+        rx_pre, rx_mid = _consts(rx, dport, sport)
+        tx_id, rx_id = tx.ip_id, rx.ip_id
+        pack = _SEG.pack
+        ts_add, fr_add = self.buf.ts.append, self.buf.frames.append
+        getrandbits = self.rng.getrandbits
+        peer &= 0xFFFFFFFF
         last_ack_t = t
         pos, k = 0, 0
         gap = self.seg_gap
         view = memoryview(data)  # segments are views: the frame is the only copy of their bytes
         while pos < n:
             chunk = view[pos:pos + MSS]
-            pos += len(chunk)
+            size = len(chunk)
+            pos += size
             k += 1
-            flags = ACK | PSH if pos >= n else ACK
-            if from_client:
-                self._client(t, flags, chunk)
-                self.cseq += len(chunk)
-            else:
-                self._server(t, flags, chunk)
-                self.sseq += len(chunk)
+            tx_id = (tx_id + 1) & 0xFFFF
+            ts_add(t)
+            fr_add(pack(tx_pre, 40 + size, tx_id, tx_mid, seq & 0xFFFFFFFF, peer, 0x50,
+                        ACK | PSH if pos >= n else ACK, win, 0, 0) + chunk)
+            seq += size
             if k % 2 == 0 or pos >= n:
                 ack_t = max(t + seg_ack_delay, last_ack_t + US)
-                if from_client:
-                    self._server(ack_t, ACK)
-                else:
-                    self._client(ack_t, ACK)
+                rx_id = (rx_id + 1) & 0xFFFF
+                ts_add(ack_t)
+                fr_add(pack(rx_pre, 40, rx_id, rx_mid, peer, seq & 0xFFFFFFFF, 0x50, ACK, rwin, 0, 0))
                 last_ack_t = ack_t
-            t += gap + (self.rng.getrandbits(4) * US >> 2)
+            t += gap + (getrandbits(4) * US >> 2)
             if k % FLIGHT == 0:  # stay inside the receiver's window: wait for the ACK clock
                 t = max(t, last_ack_t + US)
+        tx.ip_id, rx.ip_id = tx_id, rx_id
+        if from_client:
+            self.cseq = seq
+        else:
+            self.sseq = seq
         self.t = max(t, last_ack_t)
 
     def request_response(self, request: bytes, response: bytes, server_think_ns: int) -> None:
