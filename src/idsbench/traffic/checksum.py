@@ -1,8 +1,8 @@
 """Vectorised Internet checksums over many packets in one buffer (RFC 1071 sums with numpy).
 
-`segment_sums` adds the 16-bit words of many byte ranges with one `np.add.reduceat` pass per start
-parity, summing native little-endian words and byte-swapping the folded result, which RFC 1071
-allows.
+`segment_sums` adds the bytes of many ranges with one `np.add.reduceat` pass over the buffer as
+little-endian 32-bit words, fixing up unaligned head/tail bytes, and byte-swaps the folded result
+where RFC 1071 says so.
 """
 
 from __future__ import annotations
@@ -13,35 +13,42 @@ import numpy as np
 def fold(total: np.ndarray) -> np.ndarray:
     """One's-complement fold of non-negative sums to 16 bits (0 stays 0)."""
     s = total.astype(np.uint64)
-    for _ in range(3):
+    for _ in range(4):  # enough for any uint64 sum below 2**48
         s = (s & np.uint64(0xFFFF)) + (s >> np.uint64(16))
     return s
 
 
 def segment_sums(buf: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
     """Folded one's-complement sum of the big-endian words of each buf[start:start+length]
-    (odd tails zero-padded). Ranges are at most 64 KiB long and must not overlap; ranges of the
-    same start parity must be in buffer order (packets of a capture are)."""
-    out = np.zeros(start.size, dtype=np.uint64)
-    for parity in (0, 1):
-        sel = np.nonzero((start % 2) == parity)[0]
-        if sel.size == 0:
-            continue
-        s, n = start[sel], length[sel]
-        words = np.frombuffer(buf, dtype="<u2", offset=parity, count=(buf.size - parity) // 2)
-        ws = (s - parity) // 2
-        we = ws + n // 2
-        # reduceat over [ws0, we0, ws1, we1, ...]: even slots are the ranges, odd ones the gaps.
-        # A range of at most 32 Ki words fits in uint32; gap sums may wrap and are dropped.
-        bounds = np.empty(2 * sel.size, dtype=np.int64)
-        bounds[0::2], bounds[1::2] = ws, we
-        bounds = bounds[:-1] if bounds[-1] >= words.size else bounds  # last range runs to the end
-        sums = np.add.reduceat(words, np.minimum(bounds, words.size - 1), dtype=np.uint32)[0::2]
-        sums = np.where(we > ws, sums, 0).astype(np.uint64)  # reduceat gives words[ws] when empty
-        tail = np.where(n % 2 == 1, buf[np.minimum(s + n - 1, buf.size - 1)], 0).astype(np.uint64)
-        folded = fold(sums + tail)
-        out[sel] = ((folded & np.uint64(0xFF)) << np.uint64(8)) | (folded >> np.uint64(8))
-    return out
+    (odd tails zero-padded). Ranges must not overlap and must be in buffer order (packets of a
+    capture are).
+
+    One `np.add.reduceat` pass over the buffer as little-endian 32-bit words (uint64 sums) covers
+    each range's 4-byte-aligned interior; the up to 3 bytes before and after it are added
+    separately. Summed this way a byte at an even buffer offset weighs 1 and one at an odd offset
+    256, which is the range's big-endian sum byte-swapped when the range starts at an even offset
+    and the sum itself when it starts at an odd one (RFC 1071: the sum is byte-order independent).
+    """
+    start = start.astype(np.int64)
+    end = start + length
+    a = (start + 3) & ~np.int64(3)  # aligned interior [a, b)
+    b = np.maximum(end & ~np.int64(3), a)
+    head_end = np.minimum(a, end)
+    words = np.frombuffer(buf, dtype="<u4", count=buf.size // 4)
+    ws, we = a // 4, b // 4
+    bounds = np.empty(2 * start.size, dtype=np.int64)
+    bounds[0::2], bounds[1::2] = ws, we
+    bounds = bounds[:-1] if bounds[-1] >= words.size else bounds  # last range runs to the end
+    sums = np.add.reduceat(words, np.minimum(bounds, max(words.size - 1, 0)), dtype=np.uint64)[0::2] \
+        if words.size else np.zeros(start.size, dtype=np.uint64)
+    sums = np.where(we > ws, sums, np.uint64(0))  # reduceat gives words[ws] when empty
+    for k in range(3):  # head bytes start..a-1 and tail bytes b..end-1, at most 3 each
+        for pos, ok in ((start + k, start + k < head_end), (b + k, b + k < end)):
+            byte = np.where(ok, buf[np.minimum(pos, buf.size - 1)], 0).astype(np.uint64)
+            sums += byte << ((pos & 1).astype(np.uint64) * np.uint64(8))
+    folded = fold(sums)
+    swapped = ((folded & np.uint64(0xFF)) << np.uint64(8)) | (folded >> np.uint64(8))
+    return np.where(start % 2 == 0, swapped, folded)
 
 
 def words_at(buf: np.ndarray, off: np.ndarray, count: int) -> np.ndarray:

@@ -27,15 +27,17 @@ class Pool:
 
     def __init__(self, rng: random.Random, size: int = 1 << 20):
         self.data = rng.randbytes(size) * 2
+        self.view = memoryview(self.data)
         self.size = size
         self.rng = rng
 
-    def take(self, n: int) -> bytes:
+    def take(self, n: int) -> bytes | memoryview:
+        """n opaque bytes: a view of the pool (no copy) up to the pool's size, else a new bytes."""
         if n <= self.size:
             start = self.rng.randrange(self.size)
-            return self.data[start:start + n]
+            return self.view[start:start + n]
         reps, rest = divmod(n, self.size)
-        return self.data[:self.size] * reps + self.take(rest)
+        return b"".join([self.view[:self.size]] * reps + [self.take(rest)])
 
     def text(self, n: int) -> bytes:
         """Base64 lines of 76 characters (a MIME body), about n bytes."""
