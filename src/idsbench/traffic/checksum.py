@@ -34,12 +34,12 @@ def segment_sums(buf: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.n
     a = (start + 3) & ~np.int64(3)  # aligned interior [a, b)
     b = np.maximum(end & ~np.int64(3), a)
     head_end = np.minimum(a, end)
-    words = np.frombuffer(buf, dtype="<u4", count=buf.size // 4)
+    words = _widened(np.frombuffer(buf, dtype="<u4", count=buf.size // 4))
     ws, we = a // 4, b // 4
     bounds = np.empty(2 * start.size, dtype=np.int64)
     bounds[0::2], bounds[1::2] = ws, we
     bounds = bounds[:-1] if bounds[-1] >= words.size else bounds  # last range runs to the end
-    sums = np.add.reduceat(words, np.minimum(bounds, max(words.size - 1, 0)), dtype=np.uint64)[0::2] \
+    sums = np.add.reduceat(words, np.minimum(bounds, max(words.size - 1, 0)))[0::2] \
         if words.size else np.zeros(start.size, dtype=np.uint64)
     sums = np.where(we > ws, sums, np.uint64(0))  # reduceat gives words[ws] when empty
     for k in range(3):  # head bytes start..a-1 and tail bytes b..end-1, at most 3 each
@@ -49,6 +49,20 @@ def segment_sums(buf: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.n
     folded = fold(sums)
     swapped = ((folded & np.uint64(0xFF)) << np.uint64(8)) | (folded >> np.uint64(8))
     return np.where(start % 2 == 0, swapped, folded)
+
+
+_scratch = np.empty(0, dtype=np.uint64)
+
+
+def _widened(words: np.ndarray) -> np.ndarray:
+    """`words` as uint64 in a reused buffer: reduceat over uint64 is several times faster than with
+    dtype=uint64 on many short ranges, and reusing the buffer avoids fresh pages per call."""
+    global _scratch
+    if _scratch.size < words.size:
+        _scratch = np.empty(words.size, dtype=np.uint64)
+    out = _scratch[:words.size]
+    out[:] = words
+    return out
 
 
 def words_at(buf: np.ndarray, off: np.ndarray, count: int) -> np.ndarray:
