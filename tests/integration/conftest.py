@@ -53,3 +53,14 @@ def state_dir(tmp_path):
     namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     ours = [line.split()[0] for line in namespaces.splitlines() if line.startswith(TEST_PREFIX)]
     assert not leftovers and not ours, f"test left resources: {leftovers} {ours}"
+
+
+@pytest.fixture
+def costly_rules(tmp_path) -> Path:
+    """400 content-less PCRE rules: every TCP packet costs the sensor tens of µs, so a modest,
+    steady rate (easy for the sender) needs a known share of a core (~35% at 12k pps here)."""
+    rules = tmp_path / "costly.rules"
+    rules.write_text("".join(
+        f'alert tcp any any -> any any (msg:"idsbench cost {i}"; pcre:"/[a-z]{{3}}[0-9]{{2}}q{i}x/i"; '
+        f"sid:{1999000 + i}; rev:1;)\n" for i in range(400)))
+    return rules

@@ -169,6 +169,7 @@ def test_et_ruleset_under_a_small_memory_limit_is_oom(tmp_path, state_dir, persi
     assert elapsed < 400
 
 
+@pytest.mark.parametrize("runtime", ["podman", "docker"])
 def test_cpu_limit_makes_drops_that_add_up(tmp_path, state_dir, persistent_cache, pcaps, no_leftovers,
                                            runtime):
     _need(runtime)

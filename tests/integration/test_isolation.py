@@ -58,15 +58,19 @@ def test_all_four_setups_on_the_same_trace_and_load(tmp_path, state_dir, pcaps):
     assert vm["sensor"]["counters"]["decoded_pkts"] == 2 * 199
 
 
-def test_cpu_limit_drops_in_container_not_on_unlimited_bare_metal(tmp_path, state_dir, pcaps):
+def test_cpu_limit_drops_in_container_not_on_unlimited_bare_metal(tmp_path, state_dir, pcaps, costly_rules):
     _need("podman", "runc", "debootstrap")
     trace = str(pcaps / "tcpreplay_test.pcap")  # 179 packets: HTTP, DNS, ...
-    traffic = {"traces": [trace], "replayers": [1], "rate": {"pps": 120000}, "loops": 3000}
-    bare = _campaign(tmp_path / "bare", state_dir, {"traffic": traffic, "setup": {"kinds": ["baremetal"]}})
+    traffic = {"traces": [trace], "replayers": [1], "rate": {"pps": 12000}, "loops": 335}
+    sensor = {"rules": ["builtin:events", str(costly_rules)]}
+    bare = _campaign(tmp_path / "bare", state_dir,
+                     {"traffic": traffic, "sensor": sensor, "setup": {"kinds": ["baremetal"]}})
     limited = _campaign(tmp_path / "limited", state_dir, {
-        "traffic": traffic, "setup": {"kinds": ["container"], "cpus": 0.2, "runtime": "podman"}})
+        "traffic": traffic, "sensor": sensor,
+        "setup": {"kinds": ["container"], "cpus": 0.2, "runtime": "podman"}})
     b = bare[0]["sensor"]["counters"]
     c = limited[0]["sensor"]["counters"]
-    assert b["dropped_pkts"] == 0 and b["decoded_pkts"] == 3000 * 179, b
+    assert b["dropped_pkts"] == 0 and b["decoded_pkts"] == 335 * 179, b
+    assert bare[0]["resources"]["sensor_cpu_pct"] > 20  # the limit below really binds
     assert c["dropped_pkts"] > 0, c
     assert c["captured_pkts"] == c["decoded_pkts"] + c["dropped_pkts"]
