@@ -128,15 +128,7 @@ class Supervisor:
 
     def stop(self, child: Child, timeout: float = 10.0, sig: int = signal.SIGTERM) -> int | None:
         """Signal, wait up to `timeout`, then SIGKILL the group. Tolerates dead children."""
-        if child.poll() is None:
-            try:
-                os.killpg(child.pid, sig)
-            except ProcessLookupError:
-                pass
-            try:
-                child.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self._kill_group(child.popen, grace_s=0.0)
+        self._kill_group(child.popen, first=sig, grace_s=timeout)
         self.reap(child)
         return child.returncode
 
@@ -150,16 +142,15 @@ class Supervisor:
         return child.returncode
 
     @staticmethod
-    def _kill_group(popen: subprocess.Popen, grace_s: float) -> None:
-        if popen.poll() is not None:
-            return
-        for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
-            if wait_s <= 0 and sig == signal.SIGTERM:
-                continue
+    def _kill_group(popen: subprocess.Popen, grace_s: float, first: int = signal.SIGTERM) -> None:
+        """`first` to the process group, wait `grace_s`, then SIGKILL and wait."""
+        for sig, wait_s in ((first, grace_s), (signal.SIGKILL, 10.0)):
+            if popen.poll() is not None:
+                return
             try:
                 os.killpg(popen.pid, sig)
             except ProcessLookupError:
-                return
+                pass  # the group is gone; reap the leader below
             try:
                 popen.wait(wait_s)
                 return

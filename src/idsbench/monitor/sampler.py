@@ -69,12 +69,8 @@ class Sampler:
     def sample_now(self) -> None:
         """Write an extra row at once (e.g. at replay start and end, so the replay window's
         CPU use is measured exactly even when it is shorter than the interval)."""
-        if self._file is None:
-            return
-        try:
-            self._write_row()
-        except OSError as e:
-            self._error(f"writing {self.out_csv}: {e}")
+        if self._file is not None:
+            self._try_write_row()
 
     def request_stop(self) -> None:
         """Ask the thread to end after its current tick (safe from a signal handler)."""
@@ -89,9 +85,7 @@ class Sampler:
         if self._file is None:
             return
         try:
-            self._write_row()
-        except OSError as e:
-            self._error(f"writing {self.out_csv}: {e}")
+            self._try_write_row()
         finally:
             for s in self.sources:
                 try:
@@ -118,6 +112,12 @@ class Sampler:
                 self._error(f"writing {self.out_csv}: {e}")
                 return
             k += 1
+
+    def _try_write_row(self) -> None:
+        try:
+            self._write_row()
+        except OSError as e:  # disk full, file gone: keep what was written
+            self._error(f"writing {self.out_csv}: {e}")
 
     def _write_row(self) -> None:
         with self._row_lock:
