@@ -3,16 +3,25 @@ from idsbench.run.sample import split_cpus
 from idsbench.sensors.base import CounterPoint, Counters
 
 
-def test_resources_window(tmp_path):
+def test_resources_window_is_time_weighted_and_skips_the_start_row(tmp_path):
     csv = tmp_path / "monitor.csv"
     csv.write_text(
         "t_unix,host_cpu_pct,sensor_cpu_pct,sensor_mem_bytes,sensor_mem_peak_bytes\n"
-        "100.0,90,80,10,10\n101.0,50,40,20,25\n102.0,30,20,30,30\n103.0,99,99,5,40\n"
+        "99.0,5,5,10,10\n"
+        "100.0,90,80,10,10\n"    # stamped at replay start (rounded up): covers the time before
+        "100.5,50,40,20,25\n"    # 0.5 s of replay
+        "102.0,30,20,30,30\n"    # 1.5 s of replay
+        "103.0,99,99,5,40\n"     # after the window
     )
-    r = resources_in_window(csv, 100.5, 102.0)
-    assert r["sensor_cpu_pct"] == 30.0 and r["host_cpu_pct"] == 40.0
-    assert r["sensor_rss_peak_bytes"] == 40  # peak over the whole sample
+    r = resources_in_window(csv, 99.9996, 102.0)
     assert r["monitor_rows_in_window"] == 2
+    assert r["sensor_cpu_pct"] == round((40 * 0.5 + 20 * 1.5) / 2.0, 3)
+    assert r["host_cpu_pct"] == round((50 * 0.5 + 30 * 1.5) / 2.0, 3)
+    assert r["sensor_rss_peak_bytes"] == 40  # peak over the whole sample
+
+
+def test_resources_window_without_rows(tmp_path):
+    assert resources_in_window(tmp_path / "missing.csv", 0, 1)["sensor_cpu_pct"] == 0.0
 
 
 def test_stable_after():

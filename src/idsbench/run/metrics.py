@@ -9,29 +9,39 @@ from pathlib import Path
 from idsbench.sensors.base import CounterPoint
 
 
-def resources_in_window(monitor_csv: Path, t0: float, t1: float) -> dict:
-    """Mean sensor/host CPU and peak sensor memory over rows with t0 < t_unix <= t1.
+CSV_TIME_RESOLUTION_S = 0.0005  # monitor.csv stamps are rounded to the millisecond
 
-    CPU percents in the CSV cover the interval ending at each row, so rows up to t1 are used.
+
+def resources_in_window(monitor_csv: Path, t0: float, t1: float) -> dict:
+    """Time-weighted mean sensor/host CPU over the rows that cover (t0, t1], and the peak sensor
+    memory of the whole sample.
+
+    A row's CPU percentages cover the interval since the previous row, so a row stamped at t0
+    (the runner writes one at replay start) describes what came before and is left out.
     """
-    sensor_cpu: list[float] = []
-    host_cpu: list[float] = []
+    sensor_sum = host_sum = weight = 0.0
+    rows = 0
     peak = 0
+    previous: float | None = None
     try:
         with open(monitor_csv, newline="") as fh:
             for row in csv.DictReader(fh):
                 t = float(row["t_unix"])
                 peak = max(peak, _int(row.get("sensor_mem_peak_bytes")), _int(row.get("sensor_mem_bytes")))
-                if t0 < t <= t1:
-                    sensor_cpu.append(_float(row.get("sensor_cpu_pct")))
-                    host_cpu.append(_float(row.get("host_cpu_pct")))
+                if previous is not None and t0 + CSV_TIME_RESOLUTION_S < t <= t1 + CSV_TIME_RESOLUTION_S:
+                    span = t - max(previous, t0)
+                    sensor_sum += _float(row.get("sensor_cpu_pct")) * span
+                    host_sum += _float(row.get("host_cpu_pct")) * span
+                    weight += span
+                    rows += 1
+                previous = t
     except FileNotFoundError:
         pass
     return {
-        "sensor_cpu_pct": _mean(sensor_cpu),
+        "sensor_cpu_pct": round(sensor_sum / weight, 3) if weight > 0 else 0.0,
         "sensor_rss_peak_bytes": peak,
-        "host_cpu_pct": _mean(host_cpu),
-        "monitor_rows_in_window": len(sensor_cpu),
+        "host_cpu_pct": round(host_sum / weight, 3) if weight > 0 else 0.0,
+        "monitor_rows_in_window": rows,
     }
 
 
@@ -56,7 +66,3 @@ def _float(text: str | None) -> float:
 
 def _int(text: str | None) -> int:
     return int(_float(text))
-
-
-def _mean(values: list[float]) -> float:
-    return round(sum(values) / len(values), 3) if values else 0.0
