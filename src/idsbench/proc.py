@@ -1,8 +1,12 @@
-"""The one supervisor through which every child process is started and torn down.
+"""The one way idsbench runs other programs.
 
-argv lists only (never a shell), each child in its own session (so its whole process group can be
-signalled), optional network namespace (`ip netns exec`), CPU affinity and cgroup membership set
-in the child before exec, registered in the teardown stack until it has been reaped.
+- `run(argv, timeout=…)`: a short command to completion (output captured, killed at the timeout).
+- `Supervisor(stack).start(argv, …)`: a long-running child in its own session, optionally in a
+  network namespace (`ip netns exec`), a cgroup, on given CPUs and with extra descriptors — set
+  by the exec shim (`execshim.py`), never by `preexec_fn` — and registered in the teardown stack
+  as a `ProcessResource` until it has been reaped.
+- `terminate(...)`: the ONE signal → wait → SIGKILL routine (children, stale PIDs, daemons).
+argv lists only, never a shell.
 """
 
 from __future__ import annotations
@@ -11,13 +15,17 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Sequence
+from typing import IO, Any, ClassVar
 
+from idsbench import execshim
 from idsbench.errors import EnvironmentMissing
-from idsbench.teardown import TeardownStack, process_starttime
+from idsbench.procinfo import is_zombie, process_starttime, same_process_alive
+from idsbench.teardown import TeardownStack, resource_kind, transient
 
 # Debian package that provides a program, for "not found" errors.
 PACKAGE_OF = {
@@ -28,7 +36,17 @@ PACKAGE_OF = {
     "capinfos": "wireshark-common",
     "tshark": "tshark",
     "chromium": "chromium",
+    "tc": "iproute2",
+    "perf": "linux-perf",
+    "tcpdump": "tcpdump",
+    "stdbuf": "coreutils",
+    "podman": "podman",
+    "qemu-system-x86_64": "qemu-system-x86",
+    "debootstrap": "debootstrap",
+    "ansible-playbook": "ansible-core",
+    "ssh": "openssh-client",
 }
+EXECSHIM = Path(execshim.__file__)
 
 
 def require_program(name: str) -> str:
@@ -46,15 +64,96 @@ def netns_prefix(netns: str | None) -> list[str]:
     return ["ip", "netns", "exec", netns] if netns else []
 
 
+def run(argv: Sequence[str], *, timeout: float = 60.0, netns: str | None = None, check: bool = True,
+        input: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a short command to completion in its own session, capturing its output (text).
+
+    Needs no teardown stack: the command is killed (whole session) when `timeout` passes, and
+    `EnvironmentMissing` names the command, its exit status and output when it fails and `check`."""
+    full = netns_prefix(netns) + [str(a) for a in argv]
+    require_program(full[0])
+    if netns:
+        require_program(str(argv[0]))
+    try:
+        done = subprocess.run(
+            full, capture_output=True, text=True, timeout=timeout, start_new_session=True, env=env,
+            input=input, stdin=None if input is not None else subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise EnvironmentMissing(
+            f"`{' '.join(full)}` did not finish within {timeout:.0f} s.",
+            fix="check the host's load and that the program is not waiting for input.",
+        ) from exc
+    if check and done.returncode != 0:
+        raise EnvironmentMissing(
+            f"`{' '.join(full)}` failed (exit {done.returncode}): "
+            f"{(done.stderr or done.stdout).strip()[:500]}",
+            fix="run `idsbench doctor` to check the host, and run as root.",
+        )
+    return done
+
+
+def terminate(pid: int, starttime: int | None, *, group: bool = True, first: int = signal.SIGTERM,
+              grace_s: float = 5.0, kill_wait_s: float = 5.0,
+              reaped: Callable[[], bool] | None = None) -> None:
+    """`first` to the process (group), wait up to `grace_s`, then SIGKILL and wait `kill_wait_s`.
+
+    Tolerant of processes that are gone (or whose PID was recycled: `starttime` tells them apart).
+    `reaped` (e.g. a Popen's poll) says the child exited, for a child of ours that is a zombie."""
+    def gone() -> bool:
+        if reaped is not None and reaped():
+            return True
+        return not same_process_alive(pid, starttime) or is_zombie(pid)
+
+    for sig, wait_s in ((first, grace_s), (signal.SIGKILL, kill_wait_s)):
+        if gone():
+            return
+        try:
+            os.killpg(pid, sig) if group else os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            if gone():
+                return
+            time.sleep(0.02)
+
+
+@resource_kind
+@dataclass(frozen=True)
+class ProcessResource:
+    """A child process (and its process group) idsbench started."""
+
+    kind: ClassVar[str] = "process"
+    pid: int
+    starttime: int | None
+    name: str
+    grace_s: float = 5.0
+    popen: subprocess.Popen[bytes] | None = transient()
+
+    def undo(self) -> None:
+        popen = self.popen
+        terminate(self.pid, self.starttime, grace_s=self.grace_s,
+                  reaped=(lambda: popen.poll() is not None) if popen is not None else None)
+        if popen is not None:
+            try:
+                popen.wait(5.0)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def describe(self) -> str:
+        return f"process {self.name} (pid {self.pid})"
+
+
 @dataclass
 class Child:
     """A started child process. `returncode` is set once it has been reaped."""
 
     name: str
     argv: list[str]
-    popen: subprocess.Popen
+    popen: subprocess.Popen[bytes]
     token: int
-    _files: list[IO]
+    _files: list[IO[Any]]
 
     @property
     def pid(self) -> int:
@@ -71,7 +170,24 @@ class Child:
         return self.popen.wait(timeout)
 
 
+def shim_argv(argv: Sequence[str], *, cpus: Sequence[int] | None = None,
+              cgroup_procs: Sequence[Path] = (), open_fds: dict[int, Path] | None = None) -> list[str]:
+    """argv prefixed by the exec shim when anything must be set up before exec (else argv)."""
+    opts: list[str] = []
+    for procs in cgroup_procs:
+        opts += ["--cgroup-procs", str(procs)]
+    if cpus:
+        opts += ["--cpus", ",".join(str(c) for c in sorted(set(cpus)))]
+    for fd, path in sorted((open_fds or {}).items()):
+        opts += ["--open", f"{fd}={path}"]
+    if not opts:
+        return [str(a) for a in argv]
+    return [sys.executable, "-I", "-S", str(EXECSHIM), *opts, "--", *(str(a) for a in argv)]
+
+
 class Supervisor:
+    """Starts long-running children and registers them in `teardown`."""
+
     def __init__(self, teardown: TeardownStack):
         self.teardown = teardown
 
@@ -85,50 +201,45 @@ class Supervisor:
         netns: str | None = None,
         cpus: Sequence[int] | None = None,
         cgroup_procs: Sequence[Path] = (),
+        open_fds: dict[int, Path] | None = None,
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
+        grace_s: float = 5.0,
     ) -> Child:
-        full = netns_prefix(netns) + [str(a) for a in argv]
+        require_program(str(argv[0]))
+        # The shim goes first: `ip netns exec` remounts /sys, hiding the cgroup filesystem.
+        full = shim_argv(netns_prefix(netns) + [str(a) for a in argv], cpus=cpus, cgroup_procs=cgroup_procs,
+                         open_fds=open_fds)
         require_program(full[0])
-        files: list[IO] = []
-        out = open(stdout, "ab") if stdout else subprocess.DEVNULL
+        files: list[IO[Any]] = []
+        out: IO[Any] | int = subprocess.DEVNULL
         if stdout:
-            files.append(out)  # type: ignore[arg-type]
+            out = open(stdout, "ab")
+            files.append(out)
+        err: IO[Any] | int
         if stderr is None:
             err = subprocess.STDOUT if stdout else subprocess.DEVNULL
         else:
             err = open(stderr, "ab")
             files.append(err)
-        procs_files = [str(p) for p in cgroup_procs]
-        cpu_set = set(cpus) if cpus else None
-
-        def in_child() -> None:  # runs between fork and exec: no locks, no allocation-heavy work
-            for procs in procs_files:
-                with open(procs, "w") as fh:
-                    fh.write("0")
-            if cpu_set:
-                os.sched_setaffinity(0, cpu_set)
-
-        popen = subprocess.Popen(
-            full,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            env=env,
-            cwd=cwd,
-            start_new_session=True,
-            preexec_fn=in_child if (procs_files or cpu_set) else None,
-        )
-        token = self.teardown.push(
-            "process",
-            {"pid": popen.pid, "starttime": process_starttime(popen.pid), "name": name},
-            undo=lambda: self._kill_group(popen, grace_s=5.0),
-        )
+        try:
+            popen = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=cwd,
+                                     start_new_session=True)
+        except BaseException:
+            for fh in files:
+                fh.close()
+            raise
+        token = self.teardown.push(ProcessResource(popen.pid, process_starttime(popen.pid), name,
+                                                   grace_s=grace_s, popen=popen))
         return Child(name=name, argv=full, popen=popen, token=token, _files=files)
 
     def stop(self, child: Child, timeout: float = 10.0, sig: int = signal.SIGTERM) -> int | None:
         """Signal, wait up to `timeout`, then SIGKILL the group. Tolerates dead children."""
-        self._kill_group(child.popen, first=sig, grace_s=timeout)
+        terminate(child.pid, None, first=sig, grace_s=timeout, reaped=lambda: child.poll() is not None)
+        try:
+            child.wait(5.0)
+        except subprocess.TimeoutExpired:
+            pass
         self.reap(child)
         return child.returncode
 
@@ -141,52 +252,10 @@ class Supervisor:
         self.teardown.forget(child.token)
         return child.returncode
 
-    @staticmethod
-    def _kill_group(popen: subprocess.Popen, grace_s: float, first: int = signal.SIGTERM) -> None:
-        """`first` to the process group, wait `grace_s`, then SIGKILL and wait."""
-        for sig, wait_s in ((first, grace_s), (signal.SIGKILL, 10.0)):
-            if popen.poll() is not None:
-                return
-            try:
-                os.killpg(popen.pid, sig)
-            except ProcessLookupError:
-                pass  # the group is gone; reap the leader below
-            try:
-                popen.wait(wait_s)
-                return
-            except subprocess.TimeoutExpired:
-                continue
-
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float = 60.0,
-        netns: str | None = None,
-        check: bool = True,
-    ) -> subprocess.CompletedProcess:
-        """Run a short command to completion, capturing its output (text)."""
-        full = netns_prefix(netns) + [str(a) for a in argv]
-        require_program(full[0])
-        if netns:
-            require_program(str(argv[0]))
-        try:
-            done = subprocess.run(
-                full, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise EnvironmentMissing(
-                f"`{' '.join(full)}` did not finish within {timeout:.0f} s.",
-                fix="check the host's load and that the program is not waiting for input.",
-            ) from exc
-        if check and done.returncode != 0:
-            raise EnvironmentMissing(
-                f"`{' '.join(full)}` failed (exit {done.returncode}): "
-                f"{(done.stderr or done.stdout).strip()[:500]}",
-                fix="run `idsbench doctor` to check the host, and run as root.",
-            )
-        return done
+    def run(self, argv: Sequence[str], *, timeout: float = 60.0, netns: str | None = None,
+            check: bool = True) -> subprocess.CompletedProcess[str]:
+        """A short command to completion (see the module-level `run`)."""
+        return run(argv, timeout=timeout, netns=netns, check=check)
 
 
 def wait_all(children: Sequence[Child], timeout: float | None) -> bool:

@@ -1,145 +1,88 @@
 """One teardown stack for everything a run creates, mirrored in a state file.
 
-Every process, namespace, link and cgroup is pushed here as it is created. `close()` removes them
-in reverse order (also on errors and Ctrl-C, via the runner's single shutdown path). The state file
-`<state_dir>/<run_id>.json` lists what is still alive, so `idsbench cleanup` can remove what a run
-killed with SIGKILL left behind. Removal is by kind, the same code for a live run and a stale one.
+Every process, namespace, link, cgroup, container, daemon and VM directory is a typed `Resource`
+record, pushed here by the module that creates it; each record knows how to undo itself.
+`close()` undoes them newest first (also on errors and Ctrl-C, via the runner's single shutdown
+path). The state file `<state_dir>/<run_id>.json` lists the live records with the module that
+defines them, so `idsbench cleanup` can rebuild each record and undo what a run killed with
+SIGKILL left behind: the same code for a live run and a stale one. This module knows no setup.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import json
 import os
-import signal
-import subprocess
-import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, ClassVar, Protocol, TypeVar
 
-DEFAULT_STATE_DIR = Path("/run/idsbench")
-
-
-def state_dir_from_env() -> Path:
-    return Path(os.environ.get("IDSBENCH_STATE_DIR", str(DEFAULT_STATE_DIR)))
+from idsbench import settings
+from idsbench.procinfo import process_starttime, same_process_alive
 
 
-def process_starttime(pid: int) -> int | None:
-    """Start time of `pid` in clock ticks since boot (field 22 of /proc/PID/stat); None if gone."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may contain spaces and parentheses: split after the last ')'.
-    fields = raw[raw.rindex(")") + 2 :].split()
-    return int(fields[19])
+class Resource(Protocol):
+    """A frozen dataclass whose init fields are JSON values (fields with metadata transient=True
+    hold live handles and are not saved); `undo()` removes the resource and tolerates it being
+    gone already."""
+
+    kind: ClassVar[str]
+
+    def undo(self) -> None: ...
+
+    def describe(self) -> str: ...
 
 
-def same_process_alive(pid: int, starttime: int | None) -> bool:
-    current = process_starttime(pid)
-    return current is not None and (starttime is None or current == starttime)
+R = TypeVar("R")
+_KINDS: dict[str, type[Any]] = {}
 
 
-# --- how each kind of resource is removed (shared by live teardown and stale cleanup) ---------
+def resource_kind(cls: type[R]) -> type[R]:
+    """Class decorator: register a Resource class so a stale state file can be undone."""
+    kind = str(cls.__dict__["kind"])
+    if kind in _KINDS and _KINDS[kind] is not cls:
+        raise ValueError(f"resource kind {kind!r} is defined twice")
+    _KINDS[kind] = cls
+    return cls
 
 
-def _undo_process(ident: dict) -> None:
-    pid, starttime = int(ident["pid"]), ident.get("starttime")
-    if not same_process_alive(pid, starttime):
-        return
-    for sig, wait_s in ((signal.SIGTERM, float(ident.get("grace_s", 5.0))), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(pid, sig) if ident.get("group", True) else os.kill(pid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            if not same_process_alive(pid, starttime) or _is_zombie(pid):
-                return
-            time.sleep(0.05)
+def transient(default: Any = None) -> Any:
+    """A dataclass field holding a live handle (a Popen, a Child): never written to the state file."""
+    return field(default=default, compare=False, repr=False, metadata={"transient": True})
 
 
-def _is_zombie(pid: int) -> bool:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return raw[raw.rindex(")") + 2 :].split()[0] == "Z"
+def to_record(res: Resource) -> dict[str, Any]:
+    values = {f.name: getattr(res, f.name) for f in dataclasses.fields(res)  # type: ignore[arg-type]
+              if not f.metadata.get("transient")}
+    return {"kind": res.kind, "module": type(res).__module__, **values}
 
 
-def _undo_netns(ident: dict) -> None:
-    name = ident["name"]
-    if not Path("/var/run/netns", name).exists():
-        return
-    subprocess.run(["ip", "netns", "delete", name], capture_output=True, timeout=30, check=False)
-    if Path("/var/run/netns", name).exists():
-        raise RuntimeError(f"network namespace {name} could not be deleted")
-
-
-def _undo_link(ident: dict) -> None:
-    argv = ["ip"] + (["-n", ident["netns"]] if ident.get("netns") else [])
-    argv += ["link", "delete", ident["name"]]
-    subprocess.run(argv, capture_output=True, timeout=30, check=False)
-
-
-def _undo_cgroup(ident: dict) -> None:
-    from idsbench.setups import cgroups
-
-    cgroups.remove_paths([Path(p) for p in ident["paths"]])
-
-
-def _undo_path(ident: dict) -> None:
-    Path(ident["path"]).unlink(missing_ok=True)
-
-
-def _undo_vm_rundir(ident: dict) -> None:
-    from idsbench.setups.vm import remove_rundir
-
-    remove_rundir(Path(ident["path"]))
-
-
-def _undo_container(ident: dict) -> None:
-    """`<cli> rm -f ID` (cli is e.g. ["podman", "--runtime", "runc"] or ["docker", "-H", sock])."""
-    from idsbench.setups.container_runtime import rm_argv
-
-    argv = rm_argv(ident["cli"], ident["id"])
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
-    if done.returncode != 0 and "no such container" not in (done.stderr or "").lower():
-        raise RuntimeError(f"{' '.join(argv)}: {(done.stderr or done.stdout).strip()[:300]}")
-
-
-def _undo_dockerd(ident: dict) -> None:
-    from idsbench.setups.dockerd import stop_dockerd
-
-    stop_dockerd(ident)
-
-
-UNDO_BY_KIND: dict[str, Callable[[dict], None]] = {
-    "process": _undo_process,
-    "netns": _undo_netns,
-    "link": _undo_link,
-    "cgroup": _undo_cgroup,
-    "file": _undo_path,
-    "container": _undo_container,
-    "dockerd": _undo_dockerd,
-    "vm-rundir": _undo_vm_rundir,
-}
+def from_record(record: dict[str, Any]) -> Resource:
+    """Rebuild a record of a state file (importing the module that defines its kind)."""
+    kind = str(record.get("kind"))
+    if kind not in _KINDS and record.get("module"):
+        importlib.import_module(str(record["module"]))
+    cls = _KINDS.get(kind)
+    if cls is None:
+        raise ValueError(f"unknown resource kind {kind!r} (module {record.get('module')!r})")
+    names = {f.name for f in dataclasses.fields(cls) if not f.metadata.get("transient")}
+    res: Resource = cls(**{k: v for k, v in record.items() if k in names})
+    return res
 
 
 @dataclass
 class _Entry:
     token: int
-    kind: str
-    ident: dict
-    undo: Callable[[], None]
+    resource: Resource
 
 
 @dataclass
 class TeardownStack:
     """Resources in creation order; `close()` removes them newest first and reports failures."""
 
-    state_dir: Path = field(default_factory=state_dir_from_env)
+    state_dir: Path = field(default_factory=settings.state_dir)
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     _entries: list[_Entry] = field(default_factory=list)
     _next: int = 0
@@ -148,13 +91,10 @@ class TeardownStack:
     def state_file(self) -> Path:
         return self.state_dir / f"{self.run_id}.json"
 
-    def push(self, kind: str, ident: dict, undo: Callable[[], None] | None = None) -> int:
-        """Register a resource. `undo` defaults to the kind's standard removal."""
-        if undo is None:
-            remover = UNDO_BY_KIND[kind]
-            undo = lambda: remover(ident)  # noqa: E731
+    def push(self, res: Resource) -> int:
+        """Register a resource (right after creating it); returns a token for forget/release."""
         self._next += 1
-        self._entries.append(_Entry(self._next, kind, dict(ident), undo))
+        self._entries.append(_Entry(self._next, res))
         self._save()
         return self._next
 
@@ -167,9 +107,12 @@ class TeardownStack:
         """Remove one resource now."""
         for entry in [e for e in self._entries if e.token == token]:
             try:
-                entry.undo()
+                entry.resource.undo()
             finally:
                 self.forget(token)
+
+    def resources(self) -> list[Resource]:
+        return [e.resource for e in self._entries]
 
     def close(self) -> list[str]:
         """Undo everything, newest first. Returns the failures (never raises)."""
@@ -177,17 +120,17 @@ class TeardownStack:
         while self._entries:
             entry = self._entries[-1]
             try:
-                entry.undo()
+                entry.resource.undo()
             except Exception as exc:  # keep tearing down the rest
-                failures.append(f"{entry.kind} {entry.ident}: {exc}")
+                failures.append(f"{entry.resource.describe()}: {exc}")
             self._entries.pop()
             self._save()
         return failures
 
-    def __enter__(self) -> "TeardownStack":
+    def __enter__(self) -> TeardownStack:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _save(self) -> None:
@@ -196,22 +139,19 @@ class TeardownStack:
             return
         self.state_dir.mkdir(parents=True, exist_ok=True)
         me = os.getpid()
-        doc = {
-            "owner_pid": me,
-            "owner_starttime": process_starttime(me),
-            "resources": [{"kind": e.kind, **e.ident} for e in self._entries],
-        }
-        tmp = self.state_file.with_suffix(".tmp")
+        doc = {"owner_pid": me, "owner_starttime": process_starttime(me),
+               "resources": [to_record(e.resource) for e in self._entries]}
+        tmp = self.state_file.with_suffix(f".tmp{me}")
         tmp.write_text(json.dumps(doc, indent=1))
         os.replace(tmp, self.state_file)
 
 
 def cleanup_stale(state_dir: Path | None = None) -> tuple[list[str], list[str]]:
-    """Remove the resources of runs whose owner process is gone.
+    """Undo the resources of runs whose owner process is gone.
 
-    Returns (removed, failures), each a list of human-readable lines.
-    """
-    state_dir = state_dir or state_dir_from_env()
+    Returns (removed, failures), each a list of human-readable lines. Only what a state file
+    records is touched: similar-looking names that idsbench did not record survive."""
+    state_dir = state_dir or settings.state_dir()
     removed: list[str] = []
     failures: list[str] = []
     if not state_dir.is_dir():
@@ -225,23 +165,24 @@ def cleanup_stale(state_dir: Path | None = None) -> tuple[list[str], list[str]]:
         if same_process_alive(int(doc.get("owner_pid", 0)), doc.get("owner_starttime")):
             failures.append(f"{path}: run still active (pid {doc['owner_pid']}); stop it first")
             continue
-        left = []
-        for res in reversed(doc.get("resources", [])):
-            kind = res.get("kind")
-            try:
-                UNDO_BY_KIND[kind](res)
-                removed.append(f"{kind} {_describe(res)}")
-            except Exception as exc:
-                failures.append(f"{kind} {_describe(res)}: {exc}")
-                left.append(res)
-        if left:
-            doc["resources"] = list(reversed(left))
+        if undo_records(doc, removed, failures):
             path.write_text(json.dumps(doc, indent=1))
         else:
             path.unlink(missing_ok=True)
     return removed, failures
 
 
-def _describe(res: dict) -> str:
-    parts = [f"{key} {res[key]}" for key in ("name", "pid", "path", "paths") if key in res]
-    return ", ".join(parts) or str(res)
+def undo_records(doc: dict[str, Any], removed: list[str], failures: list[str]) -> bool:
+    """Undo `doc["resources"]` newest first, appending to `removed` and `failures`; what could not
+    be undone stays in `doc["resources"]`. True when something is left."""
+    left = []
+    for record in reversed(doc.get("resources", [])):
+        try:
+            res = from_record(record)
+            res.undo()
+            removed.append(res.describe())
+        except Exception as exc:  # keep removing the rest
+            failures.append(f"{record.get('kind')} {record}: {exc}")
+            left.append(record)
+    doc["resources"] = list(reversed(left))
+    return bool(left)

@@ -22,13 +22,12 @@ import os
 import re
 import shutil
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
+from idsbench import proc
 from idsbench.errors import EnvironmentMissing
-from idsbench.proc import Supervisor
-from idsbench.teardown import TeardownStack
 
 MANIFEST = "idsbench-rootfs.json"  # stored in <root>/etc/
 DEBOOTSTRAP_TIMEOUT_S = 1800.0
@@ -204,7 +203,7 @@ def cache_key(pkg: HostPackage, extra_packages: Iterable[str] = ()) -> str:
 # --- host facts -------------------------------------------------------------------------------
 
 
-def host_package(sup: Supervisor, package: str = "suricata") -> HostPackage:
+def host_package(package: str = "suricata") -> HostPackage:
     os_release = parse_os_release(Path("/etc/os-release").read_text())
     distro, codename = os_release.get("ID", ""), os_release.get("VERSION_CODENAME", "")
     if distro not in ("debian", "ubuntu") or not codename:
@@ -213,7 +212,7 @@ def host_package(sup: Supervisor, package: str = "suricata") -> HostPackage:
             f"packages, but this host is {os_release.get('PRETTY_NAME', 'unknown')!r}.",
             fix="run the container and VM setups on a Debian or Ubuntu host.",
         )
-    query = sup.run(["dpkg-query", "-W", "-f=${Version}", package], check=False)
+    query = proc.run(["dpkg-query", "-W", "-f=${Version}", package], check=False)
     version = query.stdout.strip()
     if query.returncode != 0 or not version:
         raise EnvironmentMissing(
@@ -221,9 +220,8 @@ def host_package(sup: Supervisor, package: str = "suricata") -> HostPackage:
             "matched inside the container image.",
             fix="install it (`make setup`; Debian: from <codename>-backports).",
         )
-    arch = sup.run(["dpkg", "--print-architecture"]).stdout.strip()
-    policy = sup.run(["apt-cache", "policy", package]).stdout
-    sources = host_apt_sources()
+    arch = proc.run(["dpkg", "--print-architecture"]).stdout.strip()
+    policy = proc.run(["apt-cache", "policy", package]).stdout
     origin = parse_policy_origin(policy, version)
     if origin is None:
         raise EnvironmentMissing(
@@ -239,14 +237,13 @@ def host_package(sup: Supervisor, package: str = "suricata") -> HostPackage:
 
 
 def ensure_rootfs(cache_dir: Path, extra_packages: Sequence[str] = (), *,
-                  sup: Supervisor | None = None, log=None) -> Path:
+                  log: Callable[[str], None] | None = None) -> Path:
     """The cached rootfs directory for the host's Suricata (+ `extra_packages`); builds it once.
 
     `log` (a callable taking one line) reports progress; a full build log is kept in
     `<cache>/rootfs/<key>.log`. Needs root, debootstrap and chroot.
     """
-    sup = sup or Supervisor(TeardownStack(state_dir=Path(cache_dir) / "state"))
-    pkg = host_package(sup)
+    pkg = host_package()
     key = cache_key(pkg, extra_packages)
     base = Path(cache_dir) / "rootfs"
     base.mkdir(parents=True, exist_ok=True)
@@ -258,21 +255,22 @@ def ensure_rootfs(cache_dir: Path, extra_packages: Sequence[str] = (), *,
         if os.geteuid() != 0:
             raise EnvironmentMissing("Building the container image's rootfs needs root (debootstrap).",
                                      fix="run idsbench as root.")
-        shutil.which("debootstrap") or _missing("debootstrap")
+        if shutil.which("debootstrap") is None:
+            _missing("debootstrap")
         tmp = base / f"{key}.tmp-{os.getpid()}"
-        _remove_tree(tmp, sup)
+        _remove_tree(tmp)
         started = time.monotonic()
         try:
-            _build(sup, pkg, tmp, tuple(extra_packages), base / f"{key}.log", log or (lambda _l: None))
+            _build(pkg, tmp, tuple(extra_packages), base / f"{key}.log", log or (lambda _l: None))
             manifest = Manifest(key, pkg.distro, pkg.codename, pkg.arch, pkg.version,
                                 pkg.upstream_version, pkg.suite, pkg.mirror,
                                 tuple(sorted(set(extra_packages))),
                                 round(time.monotonic() - started, 1), time.time())
             (tmp / "etc" / MANIFEST).write_text(json.dumps(asdict(manifest), indent=1) + "\n")
-            _remove_tree(root, sup)
+            _remove_tree(root)
             os.rename(tmp, root)
         except BaseException:
-            _remove_tree(tmp, sup)
+            _remove_tree(tmp)
             raise
     return root
 
@@ -292,8 +290,8 @@ def _missing(program: str) -> None:
                              "container/VM image).", fix=f"apt-get install {program}  (or `make setup`).")
 
 
-def _build(sup: Supervisor, pkg: HostPackage, tmp: Path, extra: tuple[str, ...], log_path: Path,
-           log) -> None:
+def _build(pkg: HostPackage, tmp: Path, extra: tuple[str, ...], log_path: Path,
+           log: Callable[[str], None]) -> None:
     sources = host_apt_sources()
     mirror = mirror_for(sources, pkg.codename, preferred=pkg.mirror)
     components = "main,universe" if pkg.distro == "ubuntu" else "main"
@@ -302,7 +300,7 @@ def _build(sup: Supervisor, pkg: HostPackage, tmp: Path, extra: tuple[str, ...],
             log(what)
             log_file.write(f"$ {' '.join(argv)}\n")
             log_file.flush()
-            done = sup.run(argv, timeout=timeout, check=False)
+            done = proc.run(argv, timeout=timeout, check=False)
             log_file.write(done.stdout + done.stderr)
             log_file.flush()
             if done.returncode != 0:
@@ -329,7 +327,7 @@ def _build(sup: Supervisor, pkg: HostPackage, tmp: Path, extra: tuple[str, ...],
              chroot + ["apt-get", "install", "-y", "--no-install-recommends", *target,
                        f"suricata={pkg.version}", *extra], APT_TIMEOUT_S)
         step("clean apt caches", chroot + ["apt-get", "clean"], 120)
-        got = sup.run(["chroot", str(tmp), "suricata", "-V"], check=False)
+        got = proc.run(["chroot", str(tmp), "suricata", "-V"], check=False)
         if pkg.upstream_version not in got.stdout:
             raise EnvironmentMissing(
                 f"The rootfs's Suricata reports {got.stdout.strip() or got.stderr.strip()!r}, not "
@@ -348,12 +346,12 @@ def _mounts_under(path: Path) -> list[str]:
     return out
 
 
-def _remove_tree(path: Path, sup: Supervisor) -> None:
+def _remove_tree(path: Path) -> None:
     """rm -rf that first unmounts anything a killed debootstrap left mounted inside."""
     if not path.exists():
         return
     for mount_point in sorted(_mounts_under(path), key=len, reverse=True):
-        sup.run(["umount", "-l", mount_point], check=False)
+        proc.run(["umount", "-l", mount_point], check=False)
     if _mounts_under(path):
         raise EnvironmentMissing(f"{path} still has mounts inside; not removing it.",
                                  fix=f"unmount them (`findmnt -R {path}`), then delete it.")

@@ -13,9 +13,12 @@ import signal
 import threading
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from idsbench.errors import EnvironmentMissing, IdsbenchError, SpecError
+from idsbench.teardown import resource_kind
 
 DEFAULT_ROOT = Path("/sys/fs/cgroup")
 PARENT = "idsbench"
@@ -48,6 +51,23 @@ def detect_version(root: Path | None = None) -> int:
     )
 
 
+def usable_controllers(root: Path | None = None) -> list[str]:
+    """Controllers idsbench can limit or account with here (cpu, cpuacct, cpuset, memory, io, pids).
+
+    v2: those listed in the root's cgroup.controllers (enabling them in subtree_control is done
+    when a group is created); v1: those with a mounted hierarchy."""
+    root = root or DEFAULT_ROOT
+    wanted = ("cpu", "cpuacct", "cpuset", "memory", "io", "blkio", "pids")
+    try:
+        if detect_version(root) == 2:
+            listed = set(_read(root / "cgroup.controllers").split())
+            found = [c for c in wanted if c in listed]
+            return found + (["cpuacct"] if "cpu" in listed and "cpuacct" not in found else [])
+    except (EnvironmentMissing, OSError):
+        return []
+    return [c for c in wanted if (root / c / "cgroup.procs").is_file()]
+
+
 def parse_cpu_list(text: str) -> list[int]:
     """'0-2,5' -> [0, 1, 2, 5] (the kernel's cpulist format)."""
     cpus: list[int] = []
@@ -61,6 +81,16 @@ def parse_cpu_list(text: str) -> list[int]:
 
 def _read(path: Path) -> str:
     return path.read_text()
+
+
+def _write_cpu_limit(d: Path, version: int, cpus: float) -> None:
+    """`cpus` cores as a quota on a 100 ms period (v1: period then quota; v2: cpu.max)."""
+    quota = int(cpus * CFS_PERIOD_US)
+    if version == 2:
+        _write(d / "cpu.max", f"{quota} {CFS_PERIOD_US}")
+    else:
+        _write(d / "cpu.cfs_period_us", str(CFS_PERIOD_US))
+        _write(d / "cpu.cfs_quota_us", str(quota))
 
 
 def _write(path: Path, value: str) -> None:
@@ -164,6 +194,14 @@ class Cgroup:
             hits += int(self._files.read(d, "memory.memsw.failcnt"))
         return hits
 
+    def set_cpus(self, cpus: float) -> None:
+        """Change the CPU limit of a group created with one (the quota, on a 100 ms period)."""
+        if "cpu" not in self.dirs or not (self.dirs["cpu"] / ("cpu.max" if self.version == 2 else "cpu.cfs_quota_us")).exists():
+            raise EnvironmentMissing(f"cgroup {self.name} has no CPU limit to change.",
+                                     fix="create it with a cpus limit.")
+        _validate(self.name, cpus, None, None, None)
+        _write_cpu_limit(self.dirs["cpu"], self.version, cpus)
+
     def kill_all(self) -> None:
         """SIGKILL every task left in the group (v2 cgroup.kill when the kernel has it)."""
         _kill_dirs(self.paths)
@@ -240,6 +278,25 @@ def remove_paths(paths: Iterable[Path | str], *, kill: bool = True, retry_s: flo
         )
 
 
+@resource_kind
+@dataclass(frozen=True)
+class CgroupResource:
+    """An idsbench cgroup (one directory per hierarchy on v1): tasks killed, directories removed."""
+
+    kind: ClassVar[str] = "cgroup"
+    paths: tuple[str, ...]
+
+    @classmethod
+    def of(cls, group: Cgroup) -> CgroupResource:
+        return cls(tuple(str(p) for p in group.paths))
+
+    def undo(self) -> None:
+        remove_paths(self.paths)
+
+    def describe(self) -> str:
+        return f"cgroup {', '.join(self.paths)}"
+
+
 def _validate(name: str, cpus: float | None, memory_bytes: int | None, cpuset: list[int] | None,
               swappiness: int | None) -> None:
     if not name or "/" in name or name in (".", "..") or name.startswith("cgroup."):
@@ -267,8 +324,11 @@ def _check_cpuset(cpuset: list[int], available_text: str, source: Path) -> None:
 def _mkdir_group(parent: Path, name: str) -> Path:
     """mkdir <parent>/idsbench (shared, may exist) and <parent>/idsbench/<name> (must not exist)."""
     group = parent / PARENT / name
-    for _ in range(5):  # a concurrent remove may rmdir the shared parent between our two mkdirs
-        os.makedirs(group.parent, exist_ok=True)
+    for _ in range(20):  # a concurrent remove may rmdir the shared parent between our two mkdirs
+        try:
+            os.makedirs(group.parent, exist_ok=True)
+        except FileExistsError:  # it existed at mkdir, then was gone when makedirs checked it
+            continue
         try:
             os.mkdir(group)
             return group
@@ -282,20 +342,58 @@ def _mkdir_group(parent: Path, name: str) -> Path:
 
 def create(name: str, *, cpus: float | None = None, memory_bytes: int | None = None,
            cpuset: list[int] | None = None, swappiness: int | None = None,
-           root: Path | None = None) -> Cgroup:
-    """Create `idsbench/<name>` with the given limits; raises SpecError / EnvironmentMissing."""
+           root: Path | None = None, realtime: bool = False) -> Cgroup:
+    """Create `idsbench/<name>` with the given limits; raises SpecError / EnvironmentMissing.
+
+    `realtime`: the group's threads may use SCHED_FIFO. Only v1 hierarchies with RT group
+    scheduling need a budget for that (cpu.rt_runtime_us); without one it is a warning."""
     _validate(name, cpus, memory_bytes, cpuset, swappiness)
     root = Path(root) if root else DEFAULT_ROOT
     version = detect_version(root)
     build = _create_v2 if version == 2 else _create_v1
     try:
-        return build(name, root, cpus, memory_bytes, cpuset, swappiness)
+        group = build(name, root, cpus, memory_bytes, cpuset, swappiness)
     except PermissionError as e:
         raise EnvironmentMissing(f"Not allowed to create cgroups under {root}: {e}.",
                                  fix="run idsbench as root (or with delegated cgroup rights).") from e
     except OSError as e:
         raise EnvironmentMissing(f"Could not set up cgroup {name!r} under {root}: {e}.",
                                  fix="check the kernel log and the cgroup mount; run `idsbench cleanup`.") from e
+    if realtime and version == 1:
+        _grant_rt_budget(group)
+    return group
+
+
+RT_BUDGET_US = 900_000  # of each 1 s period: what the shared parent asks the root for
+
+
+def _grant_rt_budget(group: Cgroup) -> None:
+    """Give a v1 group (and the shared parent) real-time runtime: with RT group scheduling a
+    group without any may not run SCHED_FIFO threads at all. Concurrent groups share the
+    parent's budget; what is left goes to this one."""
+    child = next((d for d in group.paths if (d / "cpu.rt_runtime_us").is_file()), None)
+    if child is None:
+        return  # no RT group scheduling: SCHED_FIFO is not rationed
+    parent = child.parent
+    try:
+        if int(_read(parent / "cpu.rt_runtime_us")) == 0:
+            _write(parent / "cpu.rt_runtime_us", str(_free_rt_budget(parent.parent, RT_BUDGET_US)))
+        free = _free_rt_budget(parent, int(_read(parent / "cpu.rt_runtime_us")))
+        if free <= 0:
+            raise OSError("the real-time budget of the idsbench parent is taken by concurrent runs")
+        _write(child / "cpu.rt_runtime_us", str(free))
+    except (OSError, ValueError) as e:
+        group.warnings.append(f"no real-time budget for {child} ({e}): its threads run with normal "
+                              "scheduling (the native sender reports that in its notes)")
+
+
+def _free_rt_budget(group: Path, wanted_us: int) -> int:
+    """`wanted_us` capped by what `group` has not yet given to its children."""
+    own = int(_read(group / "cpu.rt_runtime_us"))
+    own = own if own >= 0 else wanted_us  # -1: unlimited (the root, sometimes)
+    given = sum(int(_read(c / "cpu.rt_runtime_us")) for c in group.iterdir()
+                if c.is_dir() and (c / "cpu.rt_runtime_us").is_file())
+    return max(0, min(wanted_us, own - given))
 
 
 def _undo_on_error(created: list[Path], parents: Iterable[Path] = ()) -> None:
@@ -330,14 +428,13 @@ def _create_v1(name: str, root: Path, cpus: float | None, memory_bytes: int | No
         by_hierarchy: dict[Path, Path] = {}
         for c, h in hierarchies.items():
             if h not in by_hierarchy:
+                by_hierarchy[h] = _mkdir_group(h, name)  # pins the shared parent (see _create_v2)
+                created.append(by_hierarchy[h])
                 if c == "cpuset":  # v1 cpuset groups start empty: give the parent the root's sets
                     _init_cpuset_parent(h)
-                by_hierarchy[h] = _mkdir_group(h, name)
-                created.append(by_hierarchy[h])
             dirs[c] = by_hierarchy[h]
         if cpus is not None:
-            _write(dirs["cpu"] / "cpu.cfs_period_us", str(CFS_PERIOD_US))
-            _write(dirs["cpu"] / "cpu.cfs_quota_us", str(int(cpus * CFS_PERIOD_US)))
+            _write_cpu_limit(dirs["cpu"], 1, cpus)
         mem = dirs["memory"]
         if memory_bytes is not None:
             _write(mem / "memory.limit_in_bytes", str(memory_bytes))
@@ -361,7 +458,6 @@ def _create_v1(name: str, root: Path, cpus: float | None, memory_bytes: int | No
 
 def _init_cpuset_parent(hierarchy: Path) -> None:
     parent = hierarchy / PARENT
-    os.makedirs(parent, exist_ok=True)
     for f in ("cpuset.cpus", "cpuset.mems"):
         if not _read(parent / f).strip():
             _write(parent / f, _read(hierarchy / f).strip())
@@ -372,17 +468,19 @@ def _enable_v2(group: Path, controllers: list[str]) -> None:
     available = _read(group / "cgroup.controllers").split()
     enabled = _read(group / "cgroup.subtree_control").split()
     for c in controllers:
-        if c in enabled:
-            continue
-        if c not in available:
+        if c not in available and c not in enabled:
             raise EnvironmentMissing(
                 f"The cgroup v2 '{c}' controller is not available in {group} "
                 f"(cgroup.controllers lists: {' '.join(available) or 'nothing'}).",
                 fix=_V2_FIX.format(c=c, parent=group.parent)
                 + " If it is bound to a v1 hierarchy, unmount that or boot with cgroup_no_v1=all.")
+        # Written even when listed: another run may have just enabled it, and the kernel shows it
+        # before the children's files exist; our write waits for that (cgroup_mutex), then no-ops.
         try:
             _write(group / "cgroup.subtree_control", f"+{c}")
         except OSError as e:
+            if c in enabled:
+                continue  # e.g. a delegated group we may not write: enabled is all we need
             raise EnvironmentMissing(f"Could not enable the cgroup v2 '{c}' controller in {group}: "
                                      f"{e.strerror or e}.", fix=_V2_FIX.format(c=c, parent=group)) from e
 
@@ -395,17 +493,14 @@ def _create_v2(name: str, root: Path, cpus: float | None, memory_bytes: int | No
         eff = root / "cpuset.cpus.effective"
         _check_cpuset(cpuset, _read(eff) if eff.exists() else ",".join(map(str, range(os.cpu_count() or 1))),
                       eff)
-    os.makedirs(root / PARENT, exist_ok=True)
-    try:
-        _enable_v2(root / PARENT, needed)
-    except EnvironmentMissing:
-        _undo_on_error([], [root / PARENT])  # drop the parent again unless another run uses it
-        raise
+    # Our group first: while it exists, no concurrent run can rmdir the shared parent (and
+    # recreate it without controllers) between enabling them there and writing our limits.
     d = _mkdir_group(root, name)
     warnings: list[str] = []
     try:
+        _enable_v2(root / PARENT, needed)  # the group's interface files appear now
         if cpus is not None:
-            _write(d / "cpu.max", f"{int(cpus * CFS_PERIOD_US)} {CFS_PERIOD_US}")
+            _write_cpu_limit(d, 2, cpus)
         if memory_bytes is not None:
             _write(d / "memory.max", str(memory_bytes))
             if (d / "memory.swap.max").exists():

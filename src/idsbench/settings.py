@@ -1,0 +1,36 @@
+"""Every environment variable idsbench reads, in one place (docs/architecture.md, "Environment").
+
+- IDSBENCH_CACHE      cache directory: synthesized traces, rewritten copies, rootfs, images, native
+                      builds, offline ground truths (default ~/.cache/idsbench)
+- IDSBENCH_STATE_DIR  where each run's teardown state file lives (default /run/idsbench)
+- IDSBENCH_PREFIX     first letters of every namespace/container/cgroup name a run creates (default ib)
+- IDSBENCH_STRICT     1: tests that cannot run (no root, a missing program or data) fail instead of
+                      skipping; CI=true implies it
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+DEFAULT_STATE_DIR = Path("/run/idsbench")
+DEFAULT_PREFIX = "ib"
+
+
+def cache_dir() -> Path:
+    value = os.environ.get("IDSBENCH_CACHE")
+    return Path(value) if value else Path.home() / ".cache" / "idsbench"
+
+
+def state_dir() -> Path:
+    return Path(os.environ.get("IDSBENCH_STATE_DIR") or DEFAULT_STATE_DIR)
+
+
+def name_prefix() -> str:
+    return os.environ.get("IDSBENCH_PREFIX") or DEFAULT_PREFIX
+
+
+def strict() -> bool:
+    """True when a test that cannot run must fail (CI, or IDSBENCH_STRICT=1)."""
+    ci = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+    return ci or os.environ.get("IDSBENCH_STRICT", "") == "1"
