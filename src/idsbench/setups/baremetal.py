@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import signal
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
+from idsbench.infra import cgroups
+from idsbench.infra.cgroups import CgroupResource
 from idsbench.monitor.base import Source
 from idsbench.proc import Child
-from idsbench.setups import cgroups
 from idsbench.setups.base import SetupRequest
 from idsbench.wire.netns import WireEnds
 
@@ -16,6 +17,7 @@ from idsbench.wire.netns import WireEnds
 class Baremetal:
     kind = "baremetal"
     labels: tuple[str, ...] = ()
+    invisible: tuple[str, ...] = ()
 
     def __init__(self, request: SetupRequest):
         self.req = request
@@ -29,7 +31,7 @@ class Baremetal:
     def prepare(self, wire: WireEnds) -> cgroups.Cgroup:
         self.wire = wire
         self.cgroup = cgroups.create(self.req.name, cpus=self.req.cpus, memory_bytes=self.req.memory_bytes)
-        self.req.sup.teardown.push("cgroup", {"paths": [str(p) for p in self.cgroup.paths]})
+        self.req.sup.teardown.push(CgroupResource.of(self.cgroup))
         return self.cgroup
 
     def capture_interface(self) -> str:
@@ -49,6 +51,13 @@ class Baremetal:
         if self.child is None:
             return None
         return self.req.sup.stop(self.child, timeout=timeout_s, sig=signal.SIGTERM)
+
+    def set_cpus(self, cpus: float) -> bool:
+        """Change the sensor's CPU limit while it runs (the search's cpus axis, warm)."""
+        if self.cgroup is None:
+            return False
+        self.cgroup.set_cpus(cpus)
+        return True
 
     def oom_killed(self) -> bool:
         return bool(self.cgroup and self.cgroup.oom_kills() > 0)

@@ -2,7 +2,7 @@
 
 A sample runs the same steps for every setup kind (bare metal, container, container-vtap, vm):
 
-    setup = make_setup(request)            # nothing created yet
+    setup = make_setup(kind, request)      # nothing created yet (setups.registry)
     ns = setup.pre_wire()                  # None, or an existing netns the wire must use for the
                                            # sensor side (e.g. a docker pause container's, attached
                                            # with `ip netns attach`); registered for teardown
@@ -13,18 +13,22 @@ A sample runs the same steps for every setup kind (bare metal, container, contai
     ... replay ...
     setup.stop(timeout_s); setup.oom_killed()
 
-Everything created is pushed to `request.sup.teardown`, so errors and Ctrl-C remove it.
+Everything created is pushed to `request.sup.teardown`, so errors and Ctrl-C remove it. Setups
+know the sensor only through `request.engine` (the adapter protocol of sensors.base).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Protocol
 
+from idsbench import settings
 from idsbench.monitor.base import Source
 from idsbench.monitor.sensor import CgroupStats
 from idsbench.proc import Supervisor
+from idsbench.sensors.base import SensorEngine
 from idsbench.wire.netns import WireEnds
 
 
@@ -33,13 +37,14 @@ class SetupRequest:
     """Everything a setup needs to know about the case it runs."""
 
     sup: Supervisor
+    engine: SensorEngine          # the sensor's adapter (what to install/share in images)
     name: str                     # unique per sample (cgroup/container/VM names derive from it)
     sample_dir: Path              # the sensor writes its logs here (mapped into containers/VMs)
     cpus: float | None = None     # CPU limit in cores
     memory_bytes: int | None = None
     cpu_affinity: Sequence[int] | None = None  # CPUs the sensor may run on (None = all)
     read_only_paths: tuple[Path, ...] = ()     # rule files etc. the sensor must see (same path inside)
-    cache_dir: Path = field(default_factory=lambda: Path.home() / ".cache" / "idsbench")
+    cache_dir: Path = field(default_factory=settings.cache_dir)
     runtime: str = "auto"         # container setups: "auto" | "podman" | "docker"
     name_prefix: str = "ib"       # starts every name the setup creates (containers, netns)
     swappiness: int | None = None  # memory.swappiness of the sensor's cgroup (containers)
@@ -61,6 +66,9 @@ class Launched(Protocol):
 class Setup(Protocol):
     kind: str
     labels: tuple[str, ...]  # added to every result row, e.g. ("emulated",)
+    # Drop points on the way to the sensor that the host cannot count (the loss waterfall lists
+    # them; their losses land in `unaccounted`), e.g. ("macvtap",) or ("macvtap", "guest").
+    invisible: tuple[str, ...]
 
     def pre_wire(self) -> str | None: ...
 

@@ -1,25 +1,73 @@
-"""Setup kinds by name. A new kind registers its class here and in spec.SETUP_KINDS."""
+"""Setup kinds by name: the one list from which the spec's `setup.kinds`, `idsbench doctor`'s
+checks and the report's colours derive. Adding a kind = one `SetupKind` entry here plus its
+module (a class taking a `SetupRequest` and meeting the `Setup` protocol of setups.base).
+
+Light on imports (the spec validates against it): setup modules are imported when used.
+"""
 
 from __future__ import annotations
 
-from idsbench.errors import SpecError
-from idsbench.setups.base import Setup, SetupRequest
-from idsbench.setups.baremetal import Baremetal
-from idsbench.setups.container import Container, ContainerVtap
-from idsbench.setups.vm import Vm
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-SETUPS: dict[str, type] = {
-    "baremetal": Baremetal,
-    "container": Container,
-    "container-vtap": ContainerVtap,
-    "vm": Vm,
-}
+from idsbench.errors import SpecError
+
+if TYPE_CHECKING:
+    from idsbench.setups.base import Setup, SetupRequest
+
+DoctorLine = tuple[str, bool, str]
+
+
+@dataclass(frozen=True)
+class SetupKind:
+    name: str
+    description: str
+    color: str                 # report colour (same in every figure and report)
+    factory: str               # "module:Class" of the setup
+    doctor: str | None = None  # "module:function(cache_dir) -> (ok, detail)"
+
+    def load(self) -> Callable[[SetupRequest], Setup]:
+        module, _, attr = self.factory.partition(":")
+        factory: Callable[[SetupRequest], Setup] = getattr(importlib.import_module(module), attr)
+        return factory
+
+
+KINDS: dict[str, SetupKind] = {k.name: k for k in (
+    SetupKind("baremetal", "the sensor as a host process in its own cgroup", "#1f77b4",
+              "idsbench.setups.baremetal:Baremetal"),
+    SetupKind("container", "podman or docker, sharing the wire's sensor namespace", "#ff7f0e",
+              "idsbench.setups.container.setup:Container", "idsbench.setups.container.runtime:doctor_container"),
+    SetupKind("container-vtap", "a container fed by a macvtap on the wire", "#2ca02c",
+              "idsbench.setups.container.setup:ContainerVtap", "idsbench.setups.container.runtime:doctor_vtap"),
+    SetupKind("vm", "a QEMU guest fed by a macvtap (KVM, else TCG: labelled emulated)", "#d62728",
+              "idsbench.setups.vm.setup:Vm", "idsbench.setups.vm.qemu:doctor_check"),
+)}
+
+
+def names() -> tuple[str, ...]:
+    return tuple(KINDS)
 
 
 def make_setup(kind: str, request: SetupRequest) -> Setup:
     try:
-        cls = SETUPS[kind]
+        entry = KINDS[kind]
     except KeyError:
         raise SpecError(f"setup kind {kind!r} is not available.",
-                        fix=f"use one of {', '.join(sorted(SETUPS))}.") from None
-    return cls(request)
+                        fix=f"use one of {', '.join(KINDS)}.") from None
+    return entry.load()(request)
+
+
+def doctor_checks(cache_dir: Path) -> list[DoctorLine]:
+    """`idsbench doctor` lines, one per setup kind: usable here, and why not."""
+    out: list[DoctorLine] = []
+    for kind in KINDS.values():
+        if kind.doctor is None:
+            out.append((f"setup {kind.name}", True, "usable"))
+            continue
+        module, _, attr = kind.doctor.partition(":")
+        check: Callable[[Path], tuple[bool, str]] = getattr(importlib.import_module(module), attr)
+        out.append((f"setup {kind.name}", *check(cache_dir)))
+    return out

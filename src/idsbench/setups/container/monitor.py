@@ -14,11 +14,11 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
+from idsbench.infra.cgroups import Cgroup
 from idsbench.monitor.base import Value
-from idsbench.setups.cgroups import Cgroup
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -108,6 +108,10 @@ class ContainerStats:
         self.memory_bytes()
         self.memory_peak_bytes()
         self.oom_kills()
+
+    def pids(self) -> list[int]:
+        with self._lock:
+            return self._cg.pids() if self._cg is not None else []
 
     def cpu_usage_ns(self) -> int:
         return self._read("cpu", Cgroup.cpu_usage_ns)

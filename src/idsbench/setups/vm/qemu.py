@@ -11,15 +11,16 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from idsbench import proc, settings
 from idsbench.errors import EnvironmentMissing, SpecError
 from idsbench.proc import Supervisor
-from idsbench.setups.vm_image import GUEST_INIT, GuestImage
+from idsbench.setups.vm.image import GUEST_INIT, GuestImage, cached_images
+from idsbench.teardown import TeardownStack
 
 Accel = Literal["kvm", "tcg"]
 QEMU = "qemu-system-x86_64"
@@ -57,15 +58,21 @@ class QemuConfig:
     vhost: bool = False
     probe: bool = False
     extra_cmdline: tuple[str, ...] = field(default=())
+    # TCG: one host thread per vCPU ("multi"), or all vCPUs on one ("single"; slower, but a guest
+    # kernel patching its own text while another vCPU runs it cannot hit a stale int3 there).
+    tcg_threads: Literal["multi", "single"] = "multi"
 
 
 def kernel_cmdline(cfg: QemuConfig) -> str:
     args = [
         "root=/dev/vda", "rw", "console=ttyS0", f"init={GUEST_INIT}", "panic=-1", "quiet",
-        "ipv6.disable=1",     # no router solicitations or DAD on the capture NIC
         "net.ifnames=0",      # the capture NIC is eth0
         "mitigations=off", "tsc=reliable", "no_timer_check",
     ]
+    if cfg.tap_fd is not None:
+        # No router solicitations or DAD on the capture NIC. A guest without one keeps IPv6: the
+        # runner inside it (setups/vm/guestrun.py) quiets its own namespaces through net.ipv6.
+        args.append("ipv6.disable=1")
     if cfg.probe:
         args.append("idsbench.probe=1")
     return " ".join(args + list(cfg.extra_cmdline))
@@ -84,7 +91,7 @@ def qemu_argv(cfg: QemuConfig) -> list[str]:
     if cfg.accel == "kvm":
         argv += ["-accel", "kvm", "-cpu", "host"]
     else:
-        argv += ["-accel", f"tcg,thread=multi,tb-size={TCG_TB_MIB}", "-cpu", "max"]
+        argv += ["-accel", f"tcg,thread={cfg.tcg_threads},tb-size={TCG_TB_MIB}", "-cpu", "max"]
     argv += ["-smp", str(cfg.vcpus), "-m", f"{cfg.memory_mib}M",
              "-kernel", str(img.kernel), "-initrd", str(img.initrd), "-append", kernel_cmdline(cfg),
              "-drive", f"file={img.disk},if=virtio,format=raw,snapshot=on,cache=unsafe",
@@ -129,8 +136,7 @@ def qemu_version() -> str:
     if shutil.which(QEMU) is None:
         raise EnvironmentMissing(f"`{QEMU}` is not installed (needed by the vm setup).",
                                  fix="apt-get install qemu-system-x86 qemu-utils  (or `make setup`).")
-    done = subprocess.run([QEMU, "--version"], capture_output=True, text=True, timeout=30,
-                          stdin=subprocess.DEVNULL, check=False)
+    done = proc.run([QEMU, "--version"], timeout=30, check=False)
     match = re.search(r"version (\S+)", done.stdout)
     return match.group(1) if match else "unknown"
 
@@ -213,9 +219,6 @@ def _read(path: Path) -> str:
 def doctor_check(cache_dir: Path) -> tuple[bool, str]:
     """Whether the vm setup works here, and with which accelerator (for `idsbench doctor`).
     Never builds the image; probes KVM (≤ PROBE_TIMEOUT_S) only when an image is cached."""
-    from idsbench.setups.vm_image import cached_images
-    from idsbench.teardown import TeardownStack, state_dir_from_env
-
     for prog, pkg in ((QEMU, "qemu-system-x86"), ("debootstrap", "debootstrap"),
                       ("mkfs.ext4", "e2fsprogs"), ("debugfs", "e2fsprogs")):
         if shutil.which(prog) is None:
@@ -229,7 +232,7 @@ def doctor_check(cache_dir: Path) -> tuple[bool, str]:
                       "(falls back to TCG, labelled `emulated`, if it does not boot)")
     choice = cached_probe(cache_dir, images[-1])
     if choice is None:
-        with TeardownStack(state_dir=state_dir_from_env()) as td:
+        with TeardownStack(state_dir=settings.state_dir()) as td:
             workdir = cache_dir / "vm"
             choice = probe_kvm(Supervisor(td), images[-1], cache_dir, workdir)
     if choice.accel == "kvm":

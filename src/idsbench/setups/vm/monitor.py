@@ -134,7 +134,7 @@ class GuestCsvSource:
 
     def sample(self) -> dict[str, Value]:
         try:
-            with open(self.path, "r", errors="replace") as fh:
+            with open(self.path, errors="replace") as fh:
                 fh.seek(self._offset)
                 chunk = fh.read()
                 self._offset = fh.tell()

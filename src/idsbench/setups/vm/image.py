@@ -1,7 +1,7 @@
 """The VM guest image: a Debian rootfs (with Suricata and a kernel) turned into a bootable,
 cached triple kernel + initrd + raw ext4 disk, with idsbench's guest init installed.
 
-The rootfs comes from `setups.rootfs.ensure_rootfs` (debootstrap, cached); the disk is made with
+The rootfs comes from `infra.rootfs.ensure_rootfs` (debootstrap, cached); the disk is made with
 `mkfs.ext4 -d` (no loop mount) and the init written into it with `debugfs`, so the shared rootfs
 is never modified. VMs boot it with `snapshot=on`: the cached disk is never written.
 """
@@ -20,8 +20,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from idsbench import proc
 from idsbench.errors import EnvironmentMissing
-from idsbench.proc import Supervisor
+from idsbench.infra.rootfs import ensure_rootfs
 
 IMAGE_FORMAT = 1
 GUEST_INIT = "/usr/local/sbin/idsbench-init"
@@ -42,12 +43,12 @@ class GuestImage:
     key: str
     build_s: float
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         return {k: str(v) if isinstance(v, Path) else v for k, v in asdict(self).items()}
 
 
 def init_script() -> bytes:
-    return (importlib.resources.files("idsbench.setups") / "guest" / "idsbench-init").read_bytes()
+    return (importlib.resources.files("idsbench.setups.vm") / "guest_files" / "idsbench-init").read_bytes()
 
 
 def image_key(rootfs: Path) -> str:
@@ -85,8 +86,8 @@ def _release_sort_key(release: str) -> tuple[int, ...]:
     return tuple(int(n) for n in re.findall(r"\d+", release))
 
 
-def suricata_version_in(sup: Supervisor, rootfs: Path) -> str:
-    done = sup.run(["chroot", str(rootfs), "suricata", "-V"], timeout=60, check=False)
+def suricata_version_in(rootfs: Path) -> str:
+    done = proc.run(["chroot", str(rootfs), "suricata", "-V"], timeout=60, check=False)
     match = re.search(r"version (\S+)", done.stdout + done.stderr)
     if done.returncode != 0 or not match:
         raise EnvironmentMissing(
@@ -101,9 +102,11 @@ def load_image(image_dir: Path) -> GuestImage | None:
     """The cached image in `image_dir`, or None when there is none (or it is incomplete)."""
     try:
         doc = json.loads((image_dir / "image.json").read_text())
-        image = GuestImage(**{k: Path(v) if k in ("dir", "kernel", "initrd", "disk") else v
-                              for k, v in doc.items()})
-    except (OSError, ValueError, TypeError):
+        image = GuestImage(dir=Path(doc["dir"]), kernel=Path(doc["kernel"]), initrd=Path(doc["initrd"]),
+                           disk=Path(doc["disk"]), kernel_release=str(doc["kernel_release"]),
+                           suricata_version=str(doc["suricata_version"]), key=str(doc["key"]),
+                           build_s=float(doc["build_s"]))
+    except (OSError, ValueError, TypeError, KeyError):
         return None
     if not all(p.is_file() for p in (image.kernel, image.initrd, image.disk)):
         return None
@@ -116,12 +119,10 @@ def cached_images(cache_dir: Path) -> list[GuestImage]:
     return [i for i in images if i is not None]
 
 
-def ensure_image(sup: Supervisor, cache_dir: Path, rootfs: Path | None = None) -> GuestImage:
+def ensure_image(cache_dir: Path, rootfs: Path | None = None, extra_packages: tuple[str, ...] = ()) -> GuestImage:
     """The guest image for `rootfs` (default: the shared rootfs with GUEST_PACKAGES), built once."""
     if rootfs is None:
-        from idsbench.setups.rootfs import ensure_rootfs
-
-        rootfs = ensure_rootfs(cache_dir, extra_packages=GUEST_PACKAGES, sup=sup)
+        rootfs = ensure_rootfs(cache_dir, extra_packages=(*GUEST_PACKAGES, *extra_packages))
     rootfs = Path(rootfs)
     key = image_key(rootfs)
     root = cache_dir / "vm"
@@ -132,17 +133,17 @@ def ensure_image(sup: Supervisor, cache_dir: Path, rootfs: Path | None = None) -
         image = load_image(final)
         if image is not None:
             return image
-        return _build(sup, rootfs, key, final)
+        return _build(rootfs, key, final)
 
 
-def _build(sup: Supervisor, rootfs: Path, key: str, final: Path) -> GuestImage:
+def _build(rootfs: Path, key: str, final: Path) -> GuestImage:
     for prog, pkg in (("mkfs.ext4", "e2fsprogs"), ("debugfs", "e2fsprogs"), ("chroot", "coreutils")):
         if shutil.which(prog) is None:
             raise EnvironmentMissing(f"`{prog}` is needed to build the VM guest image.",
                                      fix=f"apt-get install {pkg}")
     t0 = time.monotonic()
     release, vmlinuz, initrd = find_kernel(rootfs)
-    version = suricata_version_in(sup, rootfs)
+    version = suricata_version_in(rootfs)
     shutil.rmtree(final, ignore_errors=True)
     work = Path(tempfile.mkdtemp(prefix=f".build-{key}-", dir=final.parent))
     try:
@@ -151,9 +152,9 @@ def _build(sup: Supervisor, rootfs: Path, key: str, final: Path) -> GuestImage:
         disk = work / "root.img"
         with open(disk, "wb") as fh:
             fh.truncate(_disk_size(rootfs))
-        sup.run(["mkfs.ext4", "-q", "-F", "-L", "idsroot", "-E", "root_owner=0:0", "-d", str(rootfs),
+        proc.run(["mkfs.ext4", "-q", "-F", "-L", "idsroot", "-E", "root_owner=0:0", "-d", str(rootfs),
                  str(disk)], timeout=1800)
-        _install_init(sup, disk, work)
+        _install_init(disk, work)
         image = GuestImage(dir=final, kernel=final / "vmlinuz", initrd=final / "initrd.img",
                            disk=final / "root.img", kernel_release=release, suricata_version=version,
                            key=key, build_s=round(time.monotonic() - t0, 1))
@@ -177,7 +178,7 @@ def _disk_size(rootfs: Path) -> int:
     return (size + (1 << 20) - 1) & ~((1 << 20) - 1)  # whole MiB
 
 
-def _install_init(sup: Supervisor, disk: Path, work: Path) -> None:
+def _install_init(disk: Path, work: Path) -> None:
     """Write the guest init into the ext4 image (debugfs, no mount)."""
     src = work / "idsbench-init"
     src.write_bytes(init_script())
@@ -191,8 +192,8 @@ def _install_init(sup: Supervisor, disk: Path, work: Path) -> None:
     ]) + "\n"
     script = work / "debugfs.cmd"
     script.write_text(commands)
-    sup.run(["debugfs", "-w", "-f", str(script), str(disk)], timeout=120)
-    check = sup.run(["debugfs", "-R", f"stat {GUEST_INIT}", str(disk)], timeout=60, check=False)
+    proc.run(["debugfs", "-w", "-f", str(script), str(disk)], timeout=120)
+    check = proc.run(["debugfs", "-R", f"stat {GUEST_INIT}", str(disk)], timeout=60, check=False)
     if "Size: " not in check.stdout or f"Size: {len(init_script())}" not in check.stdout:
         raise EnvironmentMissing(f"could not install the guest init into {disk}: {check.stdout[:300]}",
                                  fix="check that e2fsprogs' debugfs works on this host.")

@@ -14,43 +14,66 @@ import json
 import os
 import secrets
 import shutil
-import subprocess
+import signal
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
+from idsbench import proc
 from idsbench.errors import EnvironmentMissing
 from idsbench.proc import Child, Supervisor
-from idsbench.setups.container_runtime import Runtime, docker_runtime, require_runtime_program
-from idsbench.teardown import process_starttime, same_process_alive
+from idsbench.procinfo import children_of, process_starttime, same_process_alive
+from idsbench.setups.container.runtime import Runtime, docker_runtime, require_runtime_program
+from idsbench.teardown import resource_kind, transient
 
 RUN_BASE = Path("/run")
 START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 30.0
 
 
-def host_dockerd_answers(sup: Supervisor) -> bool:
+@resource_kind
+@dataclass(frozen=True)
+class DockerdResource:
+    """A dockerd idsbench started: SIGTERM (it stops its containers and containerd), wait, SIGKILL;
+    then its owner file and short-lived run directory (netns bind mounts, shm) go."""
+
+    kind: ClassVar[str] = "dockerd"
+    pid: int
+    starttime: int | None
+    run_dir: str
+    data_root: str | None = None
+    child: Child | None = transient()
+
+    def undo(self) -> None:
+        if self.pid:
+            child = self.child
+            reaped = (lambda: child.poll() is not None) if child is not None else None
+            proc.terminate(self.pid, self.starttime, group=False, first=signal.SIGTERM, grace_s=STOP_TIMEOUT_S,
+                           reaped=reaped)
+            if self.child is not None:
+                self.child.wait(10)
+        if self.data_root:
+            _owner_file(Path(self.data_root)).unlink(missing_ok=True)
+        _remove_run_dir(Path(self.run_dir))
+
+    def describe(self) -> str:
+        return f"dockerd (pid {self.pid}, {self.run_dir})"
+
+
+def host_dockerd_answers() -> bool:
     """True when `docker info` works without idsbench starting anything (default socket/DOCKER_HOST)."""
     if shutil.which("docker") is None:
         return False
     if not os.environ.get("DOCKER_HOST") and not Path("/var/run/docker.sock").exists():
         return False
-    return sup.run(["docker", "info", "--format", "{{.ServerVersion}}"], check=False, timeout=20).returncode == 0
-
-
-def children_of(pid: int) -> list[int]:
-    """Direct children of `pid` (from /proc/PID/task/*/children; no process-tree scan)."""
-    out: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            out += [int(x) for x in (task / "children").read_text().split()]
-        except OSError:
-            continue
-    return out
+    return proc.run(["docker", "info", "--format", "{{.ServerVersion}}"], check=False, timeout=20).returncode == 0
 
 
 def start_dockerd(sup: Supervisor, cache_dir: Path, log_path: Path | None = None) -> Runtime:
     """The host's dockerd if one answers; else start ours and wait for its socket."""
     require_runtime_program("docker")
-    if host_dockerd_answers(sup):
+    if host_dockerd_answers():
         return docker_runtime(None)
     require_runtime_program("dockerd")
     data_root = Path(cache_dir) / "docker"
@@ -64,25 +87,24 @@ def start_dockerd(sup: Supervisor, cache_dir: Path, log_path: Path | None = None
             "--ip6tables=false", "--ip-forward=false", "--ip-masq=false", "--bridge=none",
             "--log-level=warn"]
     # Registered before start: if starting fails half-way the run dir still goes.
-    token = sup.teardown.push("dockerd", {"pid": 0, "run_dir": str(run_dir)}, undo=lambda: _remove_run_dir(run_dir))
-    child = sup.start(argv, name="dockerd", stdout=log_path)
+    token = sup.teardown.push(DockerdResource(0, None, str(run_dir)))
+    child = sup.start(argv, name="dockerd", stdout=log_path, grace_s=STOP_TIMEOUT_S)
     sup.teardown.forget(token)
-    # The process entry (from start) stops it; this one waits for that and removes the run dir.
+    # The process entry (from start) stops it too; this one also removes the run dir.
     _write_owner(data_root, child.pid)
-    ident = {"pid": child.pid, "starttime": process_starttime(child.pid), "run_dir": str(run_dir),
-             "data_root": str(data_root)}
-    sup.teardown.push("dockerd", ident, undo=lambda: stop_dockerd(ident, child))
+    sup.teardown.push(DockerdResource(child.pid, process_starttime(child.pid), str(run_dir), str(data_root),
+                                      child=child))
     rt = docker_runtime(sock, child.pid)
-    _wait_ready(sup, rt, child, log_path)
+    _wait_ready(rt, child, log_path)
     return docker_runtime(sock, child.pid, children_of(child.pid))
 
 
-def _wait_ready(sup: Supervisor, rt: Runtime, child: Child, log_path: Path | None) -> None:
+def _wait_ready(rt: Runtime, child: Child, log_path: Path | None) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if child.poll() is not None:
             break
-        if sup.run(rt.argv("version", "--format", "{{.Server.Version}}"), check=False, timeout=20).returncode == 0:
+        if proc.run(rt.argv("version", "--format", "{{.Server.Version}}"), check=False, timeout=20).returncode == 0:
             return
         time.sleep(0.2)
     tail = ""
@@ -119,33 +141,6 @@ def _write_owner(data_root: Path, pid: int) -> None:
     _owner_file(data_root).write_text(json.dumps({"pid": pid, "starttime": process_starttime(pid)}))
 
 
-def stop_dockerd(ident: dict, child: Child | None = None, timeout_s: float = 30.0) -> None:
-    """SIGTERM the daemon (it stops its containers and its containerd), wait, then clean up."""
-    pid, starttime = int(ident.get("pid", 0)), ident.get("starttime")
-    if pid and same_process_alive(pid, starttime):
-        try:
-            os.kill(pid, 15)
-        except ProcessLookupError:
-            pass
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and same_process_alive(pid, starttime):
-            if child is not None and child.poll() is not None:
-                break
-            time.sleep(0.1)
-        if same_process_alive(pid, starttime) and (child is None or child.poll() is None):
-            os.kill(pid, 9)
-            time.sleep(0.5)
-    if child is not None:
-        try:
-            child.wait(10)
-        except subprocess.TimeoutExpired:
-            pass
-    if ident.get("data_root"):
-        _owner_file(Path(ident["data_root"])).unlink(missing_ok=True)
-    if ident.get("run_dir"):
-        _remove_run_dir(Path(ident["run_dir"]))
-
-
 def _remove_run_dir(run_dir: Path) -> None:
     if not run_dir.exists():
         return
@@ -153,5 +148,5 @@ def _remove_run_dir(run_dir: Path) -> None:
     mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()
               if line.split()[4].startswith(prefix)]
     for mount_point in sorted(mounts, key=len, reverse=True):  # netns bind mounts, shm
-        subprocess.run(["umount", "-l", mount_point], capture_output=True, timeout=30, check=False)
+        proc.run(["umount", "-l", mount_point], timeout=30, check=False)
     shutil.rmtree(run_dir, ignore_errors=True)

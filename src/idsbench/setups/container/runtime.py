@@ -1,22 +1,24 @@
 """Container runtimes (podman, docker): which one is usable here, and the argv that drives it.
 
-The argv builders are pure (unit-tested); everything that runs goes through `proc.Supervisor`.
+The argv builders are pure (unit-tested); every command runs through `idsbench.proc`.
 podman runs with `--runtime runc` (crun cannot drive hybrid cgroup hosts); docker talks to a
-dockerd at `host` (ours, see `dockerd.py`, or the host's own).
+dockerd at `host` (ours, see `dockerd.py`, or the host's own). Every container created is a
+`ContainerResource` in the teardown stack.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import resource
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import ClassVar
 
+from idsbench import proc
 from idsbench.errors import EnvironmentMissing, SensorFailed, SpecError
-from idsbench.proc import Supervisor
+from idsbench.teardown import resource_kind
 
 RUNTIMES = ("auto", "podman", "docker")
 # What a sniffing sensor needs; --privileged is not required (and fails in some sandboxes).
@@ -134,16 +136,16 @@ def parse_state(inspect_json: str) -> ContainerState:
     )
 
 
-def inspect_state(sup: Supervisor, rt: Runtime, ident: str) -> ContainerState | None:
-    done = sup.run(rt.argv("inspect", "--format", "{{json .State}}", ident), check=False, timeout=30)
+def inspect_state(rt: Runtime, ident: str) -> ContainerState | None:
+    done = proc.run(rt.argv("inspect", "--format", "{{json .State}}", ident), check=False, timeout=30)
     if done.returncode != 0:
         return None
     return parse_state(done.stdout.strip().splitlines()[-1])
 
 
-def create(sup: Supervisor, argv: list[str]) -> str:
+def create(argv: list[str]) -> str:
     """Run a `create` argv; returns the container ID (registered for removal by the caller)."""
-    done = sup.run(argv, check=False, timeout=120)
+    done = proc.run(argv, check=False, timeout=120)
     if done.returncode != 0:
         raise SensorFailed(
             f"`{' '.join(argv[:3])} …` could not create the container: "
@@ -158,17 +160,37 @@ def rm_argv(cli: Sequence[str], ident: str) -> list[str]:
     return [*cli, "rm", "-f", *(["-t", "0"] if cli[0] == "podman" else []), ident]
 
 
-def remove(sup: Supervisor, rt: Runtime, ident: str) -> None:
-    sup.run(rm_argv(rt.cli, ident), check=False, timeout=120)
+@resource_kind
+@dataclass(frozen=True)
+class ContainerResource:
+    """A container (`<cli> rm -f ID`; cli is e.g. ["podman", "--runtime", "runc"] or ["docker", "-H", sock])."""
+
+    kind: ClassVar[str] = "container"
+    cli: tuple[str, ...]
+    id: str
+    name: str
+
+    def undo(self) -> None:
+        argv = rm_argv(self.cli, self.id)
+        if shutil.which(argv[0]) is None:
+            return
+        done = proc.run(argv, timeout=120, check=False)
+        if done.returncode != 0 and "no such container" not in (done.stderr or "").lower() \
+                and "cannot connect" not in (done.stderr or "").lower():
+            raise EnvironmentMissing(f"{' '.join(argv)}: {(done.stderr or done.stdout).strip()[:300]}",
+                                     fix=f"remove the container {self.name} by hand.")
+
+    def describe(self) -> str:
+        return f"container {self.name} ({self.id[:12]})"
 
 
-def podman_usable(sup: Supervisor) -> tuple[bool, str]:
+def podman_usable() -> tuple[bool, str]:
     """(usable, why not): podman with runc answers `info`."""
     if shutil.which("podman") is None:
         return False, "podman is not installed (apt-get install podman runc)"
     if shutil.which("runc") is None:
         return False, "runc is not installed (apt-get install runc)"
-    done = sup.run(podman_runtime().argv("info", "--format", "{{.Host.OCIRuntime.Name}}"), check=False)
+    done = proc.run(podman_runtime().argv("info", "--format", "{{.Host.OCIRuntime.Name}}"), check=False)
     if done.returncode != 0:
         return False, f"`podman --runtime runc info` failed: {(done.stderr or done.stdout).strip()[:200]}"
     return True, "podman with runc"
@@ -190,9 +212,9 @@ def require_runtime_program(name: str) -> None:
                                  "[setup] runtime to the other one.")
 
 
-def doctor_checks(sup: Supervisor, cache_dir: Path) -> list[tuple[str, bool, str]]:
-    """`idsbench doctor` lines for container and container-vtap: usable here, and why not."""
-    podman_ok, podman_why = podman_usable(sup)
+def doctor_container(cache_dir: Path) -> tuple[bool, str]:
+    """`idsbench doctor` for the container setup: a usable runtime and an image (cached or buildable)."""
+    podman_ok, podman_why = podman_usable()
     docker_ok, docker_why = docker_usable()
     runtimes = [w for ok, w in ((podman_ok, "podman (runc)"), (docker_ok, "docker")) if ok]
     cached = sorted(p.name for p in (Path(cache_dir) / "rootfs").glob("*/etc/idsbench-rootfs.json"))
@@ -204,27 +226,18 @@ def doctor_checks(sup: Supervisor, cache_dir: Path) -> list[tuple[str, bool, str
         image = "NO image: apt-get install debootstrap"
     image_ok = bool(cached) or image.startswith("image built")
     if runtimes and image_ok:
-        detail = f"usable with {' or '.join(runtimes)}; {image}"
-    else:
-        why = [] if runtimes else [podman_why, docker_why]
-        detail = "; ".join(why + ([] if image_ok else [image]))
-    out = [("setup container", bool(runtimes) and image_ok, detail)]
-    macvtap = macvtap_works(sup)
-    out.append(("setup container-vtap", out[0][1] and macvtap,
-                detail if macvtap else "the kernel has no macvtap module (CONFIG_MACVTAP)"))
-    return out
+        return True, f"usable with {' or '.join(runtimes)}; {image}"
+    why = [] if runtimes else [podman_why, docker_why]
+    return False, "; ".join(why + ([] if image_ok else [image]))
 
 
-def macvtap_works(sup: Supervisor) -> bool:
-    """Probe: a macvtap on a veth in a throw-away namespace (built-in or module, either works)."""
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        return False
-    ns = f"ibdoctor{os.getpid()}"
-    if sup.run(["ip", "netns", "add", ns], check=False).returncode != 0:
-        return False
-    try:
-        sup.run(["ip", "-n", ns, "link", "add", "ibp0", "type", "veth", "peer", "name", "ibp1"], check=False)
-        return sup.run(["ip", "-n", ns, "link", "add", "link", "ibp0", "name", "ibvt0", "type", "macvtap",
-                        "mode", "passthru"], check=False).returncode == 0
-    finally:
-        sup.run(["ip", "netns", "delete", ns], check=False)
+def doctor_vtap(cache_dir: Path) -> tuple[bool, str]:
+    """`idsbench doctor` for container-vtap: the container setup plus a kernel with macvtap."""
+    from idsbench.wire import macvtap
+
+    ok, detail = doctor_container(cache_dir)
+    if not macvtap.usable():
+        return False, "the kernel has no macvtap module (CONFIG_MACVTAP)"
+    return ok, detail
+
+

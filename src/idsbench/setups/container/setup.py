@@ -20,18 +20,21 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
+from idsbench import proc
 from idsbench.errors import EnvironmentMissing
 from idsbench.monitor.base import Source
 from idsbench.proc import Child
-from idsbench.setups import container_runtime as crt
+from idsbench.procinfo import children_of, parent_of
 from idsbench.setups.base import SetupRequest
-from idsbench.setups.container_monitor import ContainerStats, KmsgOomWatch, ProcessSource
-from idsbench.setups.dockerd import children_of, start_dockerd
-from idsbench.setups.image import Image, ensure_image
-from idsbench.wire.netns import OFFLOADS, WireEnds
+from idsbench.setups.container import runtime as crt
+from idsbench.setups.container.dockerd import start_dockerd
+from idsbench.setups.container.image import Image, ensure_image
+from idsbench.setups.container.monitor import ContainerStats, KmsgOomWatch, ProcessSource
+from idsbench.wire import macvtap
+from idsbench.wire.netns import NetnsResource, WireEnds, add_netns, quiet_netns
 
 START_TIMEOUT_S = 60.0
 VTAP_IF = "ibvtap0"
@@ -40,6 +43,7 @@ VTAP_IF = "ibvtap0"
 class Container:
     kind = "container"
     labels: tuple[str, ...] = ()
+    invisible: tuple[str, ...] = ()
 
     def __init__(self, request: SetupRequest):
         self.req = request
@@ -108,16 +112,16 @@ class Container:
         if self.container_id is None or self.rt is None:
             return None
         sup = self.req.sup
-        state = crt.inspect_state(sup, self.rt, self.container_id)
+        state = crt.inspect_state(self.rt, self.container_id)
         if state is not None and state.running:
             self.stats.refresh()
             grace = max(1, math.ceil(timeout_s))
-            sup.run(self.rt.argv("stop", "-t", str(grace), self.container_id), check=False,
-                    timeout=grace + 60)
+            proc.run(self.rt.argv("stop", "-t", str(grace), self.container_id), check=False,
+                     timeout=grace + 60)
         if self.client is not None:
             sup.stop(self.client, timeout=15.0)
         self.stats.detach()
-        self.final = crt.inspect_state(sup, self.rt, self.container_id)
+        self.final = crt.inspect_state(self.rt, self.container_id)
         self.oom_watch.close()
         exit_code = self.final.exit_code if self.final is not None else None
         if exit_code is None and self.client is not None:
@@ -144,7 +148,7 @@ class Container:
         if self.final is not None:
             return self.final.oom_killed
         if self.container_id is not None and self.rt is not None:
-            state = crt.inspect_state(self.req.sup, self.rt, self.container_id)
+            state = crt.inspect_state(self.rt, self.container_id)
             return bool(state and not state.running and state.oom_killed)
         return False
 
@@ -154,24 +158,20 @@ class Container:
     # --- pieces -----------------------------------------------------------------------------
 
     def _runtime_and_image(self) -> None:
-        from idsbench.sensors.suricata import Suricata
-
         choice = crt.validate_runtime(self.req.runtime)
-        sup = self.req.sup
-        if choice == "podman" or (choice == "auto" and crt.podman_usable(sup)[0]):
+        if choice == "podman" or (choice == "auto" and crt.podman_usable()[0]):
             crt.require_runtime_program("podman")
             self.rt = crt.podman_runtime()
         else:
             log = self.req.sample_dir / "dockerd.log"
-            self.rt = start_dockerd(sup, self.req.cache_dir, log_path=log)
-        self.image = ensure_image(sup, self.rt, self.req.cache_dir, Suricata().version())
+            self.rt = start_dockerd(self.req.sup, self.req.cache_dir, log_path=log)
+        self.image = ensure_image(self.rt, self.req.cache_dir, host_suricata_version(),
+                                  self.req.engine.image_packages())
 
     def _create(self, argv: list[str]) -> str:
         assert self.rt is not None
-        ident = crt.create(self.req.sup, argv)
-        rt, sup = self.rt, self.req.sup
-        sup.teardown.push("container", {"cli": list(rt.cli), "id": ident, "name": argv[argv.index("--name") + 1]},
-                          undo=lambda: crt.remove(sup, rt, ident))
+        ident = crt.create(argv)
+        self.req.sup.teardown.push(crt.ContainerResource(self.rt.cli, ident, argv[argv.index("--name") + 1]))
         return ident
 
     def _pause_namespace(self) -> str:
@@ -182,16 +182,16 @@ class Container:
                                limits=crt.Limits(), rw_paths=[], ro_paths=[], workdir=None,
                                command=["sleep", "infinity"], labels={"org.idsbench.run": self.base})
         self.pause_id = self._create(argv)
-        done = sup.run(rt.argv("start", self.pause_id), check=False, timeout=120)
-        state = crt.inspect_state(sup, rt, self.pause_id)
+        done = proc.run(rt.argv("start", self.pause_id), check=False, timeout=120)
+        state = crt.inspect_state(rt, self.pause_id)
         if done.returncode != 0 or state is None or state.pid <= 0:
             raise EnvironmentMissing(
                 f"The pause container {self.base}-pause did not start: "
                 f"{(done.stderr or done.stdout).strip()[-400:]}",
                 fix="run `idsbench doctor`; check that docker can run the idsbench image.")
         name = f"{self.base}-net"
-        sup.run(["ip", "netns", "attach", name, str(state.pid)])
-        sup.teardown.push("netns", {"name": name})
+        proc.run(["ip", "netns", "attach", name, str(state.pid)])
+        sup.teardown.push(NetnsResource(name))
         self.netns = name
         return name
 
@@ -200,7 +200,7 @@ class Container:
         deadline = time.monotonic() + START_TIMEOUT_S
         state = None
         while time.monotonic() < deadline:
-            state = crt.inspect_state(self.req.sup, self.rt, ident)
+            state = crt.inspect_state(self.rt, ident)
             if state is not None and (state.pid > 0 or state.exit_code is not None):
                 return state
             if client.poll() is not None:
@@ -215,7 +215,7 @@ class Container:
         if state.conmon_pid:
             pids.append(state.conmon_pid)  # podman
         if self.rt.name == "docker":
-            shim = _parent_of(state.pid)
+            shim = parent_of(state.pid)
             if shim:
                 pids.append(shim)  # containerd-shim
             if self.rt.dockerd_pid:
@@ -227,6 +227,7 @@ class ContainerVtap(Container):
     """The container gets its own namespace holding only a macvtap (passthru) on the wire's end."""
 
     kind = "container-vtap"
+    invisible: tuple[str, ...] = ("macvtap",)
 
     def pre_wire(self) -> str | None:
         self._runtime_and_image()
@@ -237,38 +238,25 @@ class ContainerVtap(Container):
         self.wire = wire
         sup = self.req.sup
         if self.rt.name == "docker":
-            self._pause_namespace()
+            quiet_netns(self._pause_namespace())
             self.network = f"container:{self.pause_id}"
         else:
+            # Nothing but the mirrored frames: no IPv6 chatter from the container's side.
             self.netns = f"{self.base}-net"
-            sup.run(["ip", "netns", "add", self.netns])
-            sup.teardown.push("netns", {"name": self.netns})
+            add_netns(sup.teardown, self.netns)
             self.network = f"ns:/var/run/netns/{self.netns}"
         assert self.netns is not None
-        # Nothing but the mirrored frames: no IPv6 chatter from the container's side.
-        for key in ("all", "default"):
-            sup.run(["sysctl", "-q", "-w", f"net.ipv6.conf.{key}.disable_ipv6=1"], netns=self.netns)
-        sup.run(["ip", "-n", self.netns, "link", "set", "lo", "up"])
-        sup.run(["ip", "-n", wire.sensor_ns, "link", "add", "link", wire.sensor_if, "name", VTAP_IF,
-                 "mtu", str(wire.mtu), "type", "macvtap", "mode", "passthru"])
-        sup.teardown.push("link", {"name": VTAP_IF, "netns": wire.sensor_ns})
-        sup.run(["ip", "-n", wire.sensor_ns, "link", "set", VTAP_IF, "netns", self.netns])
-        sup.teardown.push("link", {"name": VTAP_IF, "netns": self.netns})
-        argv = ["ethtool", "-K", VTAP_IF]
-        for feature in OFFLOADS:
-            argv += [feature, "off"]
-        sup.run(argv, netns=self.netns, check=False)
-        # AF_PACKET on a macvtap sees nothing until it is UP (recv fails with ENETDOWN).
-        sup.run(["ip", "-n", self.netns, "link", "set", VTAP_IF, "up", "promisc", "on"])
+        tap = macvtap.create(sup.teardown, lower=wire.sensor_if, netns=wire.sensor_ns, name=VTAP_IF,
+                             mtu=wire.mtu)
+        macvtap.bring_up(macvtap.move(sup.teardown, tap, self.netns))
         return self.stats
 
     def capture_interface(self) -> str:
         return VTAP_IF
 
 
-def _parent_of(pid: int) -> int | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat[stat.rindex(")") + 2:].split()[1])
+def host_suricata_version() -> str:
+    """The host Suricata every image is built from (images hold the host's package)."""
+    from idsbench.sensors.suricata import Suricata
+
+    return Suricata().version()

@@ -17,26 +17,35 @@ import json
 import math
 import os
 import shutil
-import stat
 import subprocess
-import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import ClassVar
 
-from idsbench.errors import EnvironmentMissing, SensorFailed, SpecError
+from idsbench.errors import EnvironmentMissing, SensorFailed
+from idsbench.infra import cgroups
+from idsbench.infra.cgroups import CgroupResource
 from idsbench.monitor.base import Source
 from idsbench.monitor.netdev import NetDevSource
 from idsbench.proc import Child
-from idsbench.setups import cgroups
-from idsbench.setups import vm_guest as guest
 from idsbench.setups.base import SetupRequest
-from idsbench.setups.vm_image import GuestImage, ensure_image
-from idsbench.setups.vm_monitor import GuestCsvSource, QemuSource, find_vhost_threads
-from idsbench.setups.vm_qemu import (HOST_OVERHEAD_BYTES, AccelChoice, QemuConfig, Share, choose_accel,
-                                     qemu_argv, CTL_TAG)
+from idsbench.setups.vm import guest
+from idsbench.setups.vm.image import GuestImage, ensure_image
+from idsbench.setups.vm.monitor import GuestCsvSource, QemuSource, find_vhost_threads
+from idsbench.setups.vm.qemu import (
+    CTL_TAG,
+    HOST_OVERHEAD_BYTES,
+    AccelChoice,
+    QemuConfig,
+    Share,
+    choose_accel,
+    qemu_argv,
+)
+from idsbench.teardown import resource_kind
+from idsbench.wire import macvtap
 from idsbench.wire.netns import WireEnds
 
 VTAP_IF = "ibvt0"
@@ -50,7 +59,7 @@ class VmOptions:
     vcpus: int | None = None      # default: the case's cpus rounded up (all sensor CPUs if unlimited)
     accel: str = "auto"           # auto | kvm | tcg
     boot_timeout_s: float = 240.0
-    rootfs: Path | None = None    # a prepared Debian rootfs (default: setups.rootfs.ensure_rootfs)
+    rootfs: Path | None = None    # a prepared Debian rootfs (default: infra.rootfs.ensure_rootfs)
 
 
 def vcpus_for(options: VmOptions, request: SetupRequest) -> int:
@@ -64,7 +73,7 @@ def vcpus_for(options: VmOptions, request: SetupRequest) -> int:
 class VmSensor:
     """The sensor as seen from the host: running until the guest reports its exit (or qemu dies)."""
 
-    def __init__(self, vm: "Vm", qemu: Child):
+    def __init__(self, vm: Vm, qemu: Child):
         self._vm = vm
         self._qemu = qemu
         self._rc: int | None = None
@@ -89,6 +98,7 @@ class VmSensor:
 
 class Vm:
     kind = "vm"
+    invisible: tuple[str, ...] = ("macvtap", "guest virtio path")
 
     def __init__(self, request: SetupRequest, options: VmOptions | None = None):
         self.req = request
@@ -98,12 +108,14 @@ class Vm:
         self.cgroup: cgroups.Cgroup | None = None
         self.qemu: Child | None = None
         self.port: guest.ControlPort | None = None
+        self.watch: guest.GuestWatch | None = None  # from the boot on
         self.sensor: VmSensor | None = None
         self.wire: WireEnds | None = None
         self.image: GuestImage | None = None
         self.accel: AccelChoice | None = None
         self.vhost_pids: list[int] = []
-        self.info: dict = {}
+        self.tap_node: Path | None = None
+        self.info: dict[str, object] = {}
 
     # --- paths -----------------------------------------------------------------------------
     @property
@@ -112,10 +124,7 @@ class Vm:
 
     def status(self) -> guest.GuestStatus:
         assert self.rundir is not None
-        try:
-            return guest.parse_status((self.rundir / "status").read_text(errors="replace"))
-        except OSError:
-            return guest.GuestStatus()
+        return guest.read_status(self.rundir)
 
     # --- the contract ----------------------------------------------------------------------
     def pre_wire(self) -> str | None:
@@ -125,15 +134,15 @@ class Vm:
         self.wire = wire
         sup = self.req.sup
         self.rundir = Path(tempfile.mkdtemp(prefix=f"{RUNDIR_PREFIX}{self.req.name}-"))
-        sup.teardown.push("vm-rundir", {"path": str(self.rundir)})
-        self.image = ensure_image(sup, self.req.cache_dir, self.opts.rootfs)
+        sup.teardown.push(VmRundirResource(str(self.rundir)))
+        self.image = ensure_image(self.req.cache_dir, self.opts.rootfs, self.req.engine.image_packages())
         self._check_suricata(self.image)
         self.accel = choose_accel(sup, self.opts.accel, self.image, self.req.cache_dir, self.rundir)
         self.labels = ("emulated",) if self.accel.accel == "tcg" else ()
         memory = self.req.memory_bytes or DEFAULT_MEMORY
         limit = memory + HOST_OVERHEAD_BYTES[self.accel.accel] if self.req.memory_bytes else None
         self.cgroup = cgroups.create(self.req.name, cpus=self.req.cpus, memory_bytes=limit)
-        sup.teardown.push("cgroup", {"paths": [str(p) for p in self.cgroup.paths]})
+        sup.teardown.push(CgroupResource.of(self.cgroup))
         tap, mac = self._macvtap(wire)
         shares = guest.plan_shares(self.req.sample_dir, self.req.read_only_paths)
         (self.rundir / "guest.conf").write_text(
@@ -146,8 +155,8 @@ class Vm:
             tap_fd=TAP_FD, mac=mac, mtu=wire.mtu,
             vhost=self.accel.accel == "kvm" and os.path.exists("/dev/vhost-net"),
         )
-        argv = [sys.executable, "-m", "idsbench.setups.vm_exec", "--open", f"{TAP_FD}={tap}", "--",
-                *qemu_argv(cfg)]
+        argv = qemu_argv(cfg)
+        self.tap_node = tap
         self.info = {"accel": self.accel.accel, "accel_reason": self.accel.reason,
                      "vcpus": cfg.vcpus, "memory_bytes": memory, "cgroup_memory_limit": limit,
                      "image": self.image.to_json(), "shares": [str(s.path) for s in shares],
@@ -160,11 +169,12 @@ class Vm:
 
     def launch(self, argv: Sequence[str], *, stdout: Path) -> VmSensor:
         assert self.qemu is not None and self.port is not None and self.rundir is not None, "prepare() first"
+        assert self.watch is not None
         (self.rundir / "sensor.argv").write_bytes(guest.sensor_argv_file(stdout, argv))
         self.port.send("run")
         self.sensor = VmSensor(self, self.qemu)
-        self._wait(lambda st: st.sensor_pid is not None or st.exit_code is not None, 60.0,
-                   "start the sensor")
+        self.watch.require(lambda st: st.sensor_pid is not None or st.exit_code is not None, 60.0,
+                            "start the sensor")
         return self.sensor
 
     def stop(self, timeout_s: float) -> int | None:
@@ -214,7 +224,7 @@ class Vm:
 
     # --- pieces ----------------------------------------------------------------------------
     def _check_suricata(self, image: GuestImage) -> None:
-        from idsbench.sensors.suricata import Suricata
+        from idsbench.sensors.suricata import Suricata  # the guest image holds the host's Suricata
 
         host = Suricata().version()
         if image.suricata_version != host:
@@ -227,65 +237,30 @@ class Vm:
 
     def _macvtap(self, wire: WireEnds) -> tuple[Path, str]:
         """A passthru macvtap on the sensor interface; returns (its /dev node, its MAC)."""
-        sup, ns = self.req.sup, wire.sensor_ns
-        sup.run(["ip", "-n", ns, "link", "add", "link", wire.sensor_if, "name", VTAP_IF,
-                 "type", "macvtap", "mode", "passthru"])
-        sup.teardown.push("link", {"name": VTAP_IF, "netns": ns})
-        # promisc: qemu does not pass the guest's promisc request on, and the macvtap's own
-        # multicast filter would drop frames for groups nobody joined.
-        sup.run(["ip", "-n", ns, "link", "set", VTAP_IF, "mtu", str(wire.mtu), "promisc", "on", "up"])
-        ifindex = sup.run(["cat", f"/sys/class/net/{VTAP_IF}/ifindex"], netns=ns).stdout.strip()
-        dev = sup.run(["cat", f"/sys/class/net/{VTAP_IF}/macvtap/tap{ifindex}/dev"], netns=ns).stdout
-        mac = sup.run(["cat", f"/sys/class/net/{VTAP_IF}/address"], netns=ns).stdout.strip()
-        major, minor = (int(x) for x in dev.strip().split(":"))
-        # Our own node: /dev/tapN is named after an ifindex that is only unique per namespace.
         assert self.rundir is not None
+        tap = macvtap.create(self.req.sup.teardown, lower=wire.sensor_if, netns=wire.sensor_ns, name=VTAP_IF,
+                             mtu=wire.mtu)
+        macvtap.bring_up(tap)
         node = self.rundir / "tap"
-        os.mknod(node, stat.S_IFCHR | 0o600, os.makedev(major, minor))
-        return node, mac
+        return node, macvtap.char_device(tap, node)
 
     def _boot(self, argv: list[str]) -> None:
         assert self.rundir is not None and self.cgroup is not None
         sup = self.req.sup
         t0 = time.monotonic()
+        assert self.tap_node is not None
         self.qemu = sup.start(argv, name="qemu", stdout=self.req.sample_dir / "qemu.txt",
-                              cpus=self.req.cpu_affinity, cgroup_procs=self.cgroup.procs_files)
+                              cpus=self.req.cpu_affinity, cgroup_procs=self.cgroup.procs_files,
+                              open_fds={TAP_FD: self.tap_node})
         self.port = guest.ControlPort(self.rundir / "ctl.sock")
-        self.port.connect(30.0, alive=lambda: self.qemu is not None and self.qemu.poll() is None)
-        self._wait(lambda st: st.booted, self.opts.boot_timeout_s, "boot")
-        self.port.send(f"clock {time.time():.6f}")
-        self._wait(lambda st: st.clock_set, 30.0, "set its clock")
+        self.watch = guest.GuestWatch(
+            self.rundir, self.qemu, console=self.console_log, qemu_log=self.req.sample_dir / "qemu.txt",
+            error=SensorFailed,
+            fix="see qemu.txt and console.log in the sample directory; `idsbench doctor` checks qemu/KVM.")
+        self.watch.boot(self.port, self.opts.boot_timeout_s)
         self.info["boot_s"] = round(time.monotonic() - t0, 2)
         self.vhost_pids = find_vhost_threads(self.qemu.pid)
         self._write_info()
-
-    def _wait(self, done, timeout_s: float, what: str) -> None:
-        assert self.qemu is not None
-        deadline = time.monotonic() + timeout_s
-        while True:
-            st = self.status()
-            if st.failure:
-                raise self._failed(f"the VM guest failed to {what}: {st.failure}")
-            if done(st):
-                return
-            if self.qemu.poll() is not None:
-                raise self._failed(f"qemu exited (status {self.qemu.returncode}) before the guest "
-                                   f"could {what}")
-            if time.monotonic() > deadline:
-                raise self._failed(f"the VM guest did not {what} within {timeout_s:.0f} s")
-            time.sleep(0.05)
-
-    def _failed(self, what: str) -> SensorFailed:
-        def tail(path: Path) -> str:
-            try:
-                return guest.console_tail(path.read_text(errors="replace"))
-            except OSError:
-                return "(none)"
-        return SensorFailed(
-            f"{what}. qemu said:\n  {tail(self.req.sample_dir / 'qemu.txt')}\nGuest console:\n  "
-            f"{tail(self.console_log)}",
-            fix="see qemu.txt and console.log in the sample directory; `idsbench doctor` checks qemu/KVM.",
-        )
 
     def _write_info(self) -> None:
         doc = dict(self.info)
@@ -297,8 +272,20 @@ class Vm:
         (self.req.sample_dir / "vm.json").write_text(json.dumps(doc, indent=1, default=str))
 
 
-def remove_rundir(path: Path) -> None:
-    """Undo for kind `vm-rundir`: the control dir (socket, tap node, guest.conf, status)."""
-    if not path.name.startswith(RUNDIR_PREFIX):
-        raise RuntimeError(f"{path} is not an idsbench VM run dir; not removing it")
-    shutil.rmtree(path, ignore_errors=True)
+@resource_kind
+@dataclass(frozen=True)
+class VmRundirResource:
+    """A VM's control directory (socket, tap node, guest.conf, status)."""
+
+    kind: ClassVar[str] = "vm-rundir"
+    path: str
+
+    def undo(self) -> None:
+        path = Path(self.path)
+        if not path.name.startswith(RUNDIR_PREFIX):
+            raise EnvironmentMissing(f"{path} is not an idsbench VM run dir; not removing it.",
+                                     fix="remove it by hand if it is yours.")
+        shutil.rmtree(path, ignore_errors=True)
+
+    def describe(self) -> str:
+        return f"vm-rundir {self.path}"

@@ -12,12 +12,13 @@ import re
 import shlex
 import socket
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
-from idsbench.errors import EnvironmentMissing, SensorFailed, SpecError
-from idsbench.setups.vm_qemu import CTL_TAG, Share
+from idsbench.errors import EnvironmentMissing, IdsbenchError, SensorFailed, SpecError
+from idsbench.proc import Child
+from idsbench.setups.vm.qemu import CTL_TAG, Share
 
 GUEST_IF = "eth0"
 # Kernel OOM killer lines on the guest console.
@@ -105,6 +106,18 @@ def parse_status(text: str) -> GuestStatus:
     return GuestStatus(booted, ncpu, clock_set, pid, rc, oom, failure)
 
 
+def read_status(rundir: Path) -> GuestStatus:
+    """The guest's status file as parsed so far (nothing yet: an empty status)."""
+    return parse_status(read_status_text(rundir))
+
+
+def read_status_text(rundir: Path) -> str:
+    try:
+        return (rundir / "status").read_text(errors="replace")
+    except OSError:
+        return ""
+
+
 def _int(text: str) -> int | None:
     try:
         return int(text)
@@ -127,7 +140,7 @@ class ControlPort:
         self.path = path
         self._sock: socket.socket | None = None
 
-    def connect(self, timeout_s: float, alive=lambda: True) -> None:
+    def connect(self, timeout_s: float, alive: Callable[[], bool] = lambda: True) -> None:
         deadline = time.monotonic() + timeout_s
         last: OSError | None = None
         while time.monotonic() < deadline and alive():
@@ -157,3 +170,53 @@ class ControlPort:
         if self._sock is not None:
             self._sock.close()
             self._sock = None
+
+
+class GuestWatch:
+    """The host's view of one guest under qemu: its status file, and qemu's and the console's last
+    words when it fails (raised as `error`, with `fix`)."""
+
+    def __init__(self, rundir: Path, qemu: Child, *, console: Path, qemu_log: Path,
+                 error: type[IdsbenchError], fix: str):
+        self.rundir, self.qemu, self.console, self.qemu_log = rundir, qemu, console, qemu_log
+        self.error, self.fix = error, fix
+
+    def status(self) -> GuestStatus:
+        return read_status(self.rundir)
+
+    def wait(self, done: Callable[[GuestStatus], bool], timeout_s: float, what: str) -> bool:
+        """Poll until `done`; False at the timeout; raises when the guest failed or qemu exited."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            st = self.status()
+            if done(st):
+                return True
+            if st.failure:
+                raise self.failed(f"the guest failed to {what}: {st.failure}")
+            if self.qemu.poll() is not None:
+                raise self.failed(f"qemu exited (status {self.qemu.returncode}) before the guest could {what}")
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+
+    def require(self, done: Callable[[GuestStatus], bool], timeout_s: float, what: str) -> None:
+        """`wait`, and a timeout raises too."""
+        if not self.wait(done, timeout_s, what):
+            raise self.failed(f"the guest did not {what} within {timeout_s:.0f} s")
+
+    def boot(self, port: ControlPort, boot_timeout_s: float) -> None:
+        """The start of the protocol: the guest boots, is sent the host's clock and sets it."""
+        port.connect(30.0, alive=lambda: self.qemu.poll() is None)
+        self.require(lambda st: st.booted, boot_timeout_s, "boot")
+        port.send(f"clock {time.time():.6f}")
+        self.require(lambda st: st.clock_set, 30.0, "set its clock")
+
+    def tail(self, path: Path) -> str:
+        try:
+            return console_tail(path.read_text(errors="replace"))
+        except OSError:
+            return "(none)"
+
+    def failed(self, what: str) -> IdsbenchError:
+        return self.error(f"{what}. qemu said:\n  {self.tail(self.qemu_log)}\nGuest console:\n  "
+                          f"{self.tail(self.console)}", fix=self.fix)

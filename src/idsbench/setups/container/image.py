@@ -11,13 +11,14 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from idsbench import proc
 from idsbench.errors import EnvironmentMissing
-from idsbench.proc import Supervisor
-from idsbench.setups import rootfs
-from idsbench.setups.container_runtime import Runtime
+from idsbench.infra import rootfs
+from idsbench.setups.container.runtime import Runtime
 
 REPOSITORY = "localhost/idsbench-suricata"
 LABEL_VERSION = "org.idsbench.suricata-version"
@@ -56,8 +57,8 @@ def check_version(image: Image, host_version: str) -> None:
         )
 
 
-def existing_image(sup: Supervisor, rt: Runtime, ref: str) -> Image | None:
-    done = sup.run(rt.argv("image", "inspect", "--format", "{{json .Config.Labels}}", ref),
+def existing_image(rt: Runtime, ref: str) -> Image | None:
+    done = proc.run(rt.argv("image", "inspect", "--format", "{{json .Config.Labels}}", ref),
                    check=False, timeout=60)
     if done.returncode != 0:
         return None
@@ -67,13 +68,13 @@ def existing_image(sup: Supervisor, rt: Runtime, ref: str) -> Image | None:
     return Image(ref, labels[LABEL_VERSION], labels.get(LABEL_ROOTFS, ""))
 
 
-def ensure_image(sup: Supervisor, rt: Runtime, cache_dir: Path, host_version: str,
-                 log=None) -> Image:
+def ensure_image(rt: Runtime, cache_dir: Path, host_version: str, extra_packages: Sequence[str] = (),
+                 log: Callable[[str], None] | None = None) -> Image:
     """The runtime's sensor image, importing the (cached) rootfs when the runtime lacks it."""
-    root = rootfs.ensure_rootfs(cache_dir, sup=sup, log=log)
+    root = rootfs.ensure_rootfs(cache_dir, extra_packages, log=log)
     manifest = rootfs.read_manifest(root)
     ref = image_ref(manifest)
-    found = existing_image(sup, rt, ref)
+    found = existing_image(rt, ref)
     if found is not None:
         check_version(found, host_version)
         return found
@@ -81,8 +82,8 @@ def ensure_image(sup: Supervisor, rt: Runtime, cache_dir: Path, host_version: st
     tarball = Path(cache_dir) / "rootfs" / f"{manifest.key}.import-{os.getpid()}.tar"
     try:
         (log or (lambda _l: None))(f"import the rootfs into {rt.name} as {ref}")
-        _run(sup, ["tar", "--numeric-owner", "--xattrs", "-C", str(root), "-cf", str(tarball), "."], "pack")
-        _run(sup, rt.argv("import",
+        _run(["tar", "--numeric-owner", "--xattrs", "-C", str(root), "-cf", str(tarball), "."], "pack")
+        _run(rt.argv("import",
                           "--change", f"LABEL {LABEL_VERSION}={manifest.suricata_version}",
                           "--change", f"LABEL {LABEL_ROOTFS}={manifest.key}",
                           "--change", "ENV PATH=/usr/sbin:/usr/bin:/sbin:/bin",
@@ -90,7 +91,7 @@ def ensure_image(sup: Supervisor, rt: Runtime, cache_dir: Path, host_version: st
                           str(tarball), ref), "import")
     finally:
         tarball.unlink(missing_ok=True)
-    made = existing_image(sup, rt, ref)
+    made = existing_image(rt, ref)
     if made is None:
         raise EnvironmentMissing(f"{rt.name} import of {ref} left no labelled image.",
                                  fix=f"check `{rt.name} images`; remove {ref} and retry.")
@@ -98,8 +99,8 @@ def ensure_image(sup: Supervisor, rt: Runtime, cache_dir: Path, host_version: st
     return Image(made.ref, made.suricata_version, made.rootfs_key, True, round(time.monotonic() - started, 1))
 
 
-def _run(sup: Supervisor, argv: list[str], what: str) -> None:
-    done = sup.run(argv, check=False, timeout=IMPORT_TIMEOUT_S)
+def _run(argv: list[str], what: str) -> None:
+    done = proc.run(argv, check=False, timeout=IMPORT_TIMEOUT_S)
     if done.returncode != 0:
         raise EnvironmentMissing(
             f"Building the sensor image failed ({what}: `{' '.join(argv[:4])} …`, exit "
