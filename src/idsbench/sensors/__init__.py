@@ -1,6 +1,5 @@
-"""Sensor adapters: the common counter schema (base) and one module per engine."""
+"""Sensor engines behind one adapter protocol (base), picked by name (registry)."""
 
-from idsbench.sensors.base import CounterPoint, Counters, SensorAdapter, SensorRun
-from idsbench.sensors.suricata import Suricata, SuricataRun
+from idsbench.sensors.base import CounterPoint, Counters, SensorEngine, SensorOptions, SensorRun
 
-__all__ = ["CounterPoint", "Counters", "SensorAdapter", "SensorRun", "Suricata", "SuricataRun"]
+__all__ = ["CounterPoint", "Counters", "SensorEngine", "SensorOptions", "SensorRun"]

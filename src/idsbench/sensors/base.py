@@ -1,17 +1,25 @@
-"""Engine-neutral sensor contract: the counter schema and the adapter protocol."""
+"""Engine-neutral sensor contract: the common counter schema and the adapter protocol.
+
+The runner, preflight and setups talk to a `SensorEngine` only (picked by name from
+`sensors.registry`); nothing outside an engine's own package knows its binary, config or logs.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import Protocol
+
+from idsbench.errors import EnvironmentMissing
 
 
 @dataclass(frozen=True)
 class Counters:
     """Cumulative sensor counters. Every field is an int; a counter the engine omits is 0.
 
-    `captured_pkts` INCLUDES `dropped_pkts` (Suricata's capture.kernel_packets semantics).
+    `captured_pkts` INCLUDES `dropped_pkts` (Suricata's capture.kernel_packets semantics): what
+    the capture socket received; `decoded_pkts` what the engine then processed.
     """
 
     captured_pkts: int = 0
@@ -31,13 +39,32 @@ class Counters:
         return asdict(self)
 
     @classmethod
-    def from_mapping(cls, values: Mapping[str, object]) -> "Counters":
+    def from_mapping(cls, values: Mapping[str, object]) -> Counters:
         """Build from a dict of field -> number; unknown keys are ignored, missing ones are 0."""
-        return cls(**{n: int(values.get(n, 0) or 0) for n in cls.field_names()})  # type: ignore[arg-type]
+        return cls(**{n: _as_int(values.get(n, 0)) for n in cls.field_names()})
 
-    def max_with(self, other: "Counters") -> "Counters":
+    def max_with(self, other: Counters) -> Counters:
         """Field-wise maximum (cumulative counters from two sources of the same run)."""
         return Counters(**{n: max(getattr(self, n), getattr(other, n)) for n in self.field_names()})
+
+    def minus(self, earlier: Counters) -> Counters:
+        """Field-wise difference: what happened between two readings of one running sensor."""
+        return Counters(**{n: getattr(self, n) - getattr(earlier, n) for n in self.field_names()})
+
+    @property
+    def unprocessed_pkts(self) -> int:
+        """Captured but neither processed nor counted as dropped (still in the capture ring)."""
+        return self.captured_pkts - self.decoded_pkts - self.dropped_pkts
+
+
+def _as_int(value: object) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)):
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return 0
 
 
 @dataclass(frozen=True)
@@ -49,49 +76,123 @@ class CounterPoint:
     counters: Counters
 
 
+@dataclass(frozen=True)
+class EventLogIntegrity:
+    """How whole the engine's event log was when read (a cut file may hold short counters)."""
+
+    path: Path
+    lines: int = 0
+    corrupt_lines: int = 0
+    truncated_tail: bool = False
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SensorOptions:
+    """What a campaign asks of any engine: rules (resolved paths), the user's config overrides
+    (`sensor.set`, engine-specific keys), an optional config overlay file, the stats interval, and
+    how a capture-only engine reads the wire (`sensor.capture_method`; other engines ignore it)."""
+
+    rules: tuple[Path, ...] = ()
+    overrides: tuple[tuple[str, str], ...] = ()
+    stats_interval_s: int = 1
+    config_overlay: Path | None = None
+    capture_method: str = "afpacket"
+
+    @property
+    def override_map(self) -> dict[str, str]:
+        return dict(self.overrides)
+
+
+Poll = Callable[[], "int | None"]
+
+
+def requirement_met(require: Callable[[], None]) -> bool:
+    """`available()` of an engine whose `require()` raises EnvironmentMissing when it cannot run."""
+    try:
+        require()
+    except EnvironmentMissing:
+        return False
+    return True
+
+
 class SensorRun(Protocol):
-    """One prepared sensor process (config rendered, argv ready) and its artifacts."""
+    """One prepared sensor process (config rendered, argv ready) and its artifacts, all in `log_dir`."""
 
     argv: list[str]
     log_dir: Path
-    eve_path: Path
-    log_path: Path
 
-    def wait_ready(self, poll: Callable[[], int | None], timeout_s: float) -> float: ...
+    def wait_ready(self, poll: Poll, timeout_s: float) -> float:
+        """Block until the engine is capturing; seconds waited. SensorFailed (quoting its log) if
+        it exits first or the timeout passes."""
+        ...
 
-    def errors(self) -> list[str]: ...
+    def live_counters(self) -> CounterPoint | None:
+        """The newest counters the running engine has published (None before the first)."""
+        ...
+
+    def final_counters(self) -> Counters:
+        """Counters after the engine exited (SensorFailed when it left none)."""
+        ...
 
     def counter_series(self) -> list[CounterPoint]: ...
 
-    def final_counters(self) -> Counters: ...
+    def degraded(self) -> dict[str, int]:
+        """Counters that mean the engine degraded without losing packets (memcaps, emergency
+        modes, reassembly gaps), by name; from its last stats record."""
+        ...
 
-    def alert_count(self) -> int: ...
+    def alerts_by_signature(self) -> dict[int, int]:
+        """Alert count per signature id (sid) from the event log."""
+        ...
+
+    def errors(self) -> list[str]:
+        """Error and warning lines of its log worth surfacing."""
+        ...
+
+    def integrity(self) -> EventLogIntegrity | None:
+        """How whole the event log was at the last read (None when there is none)."""
+        ...
 
 
-class SensorAdapter(Protocol):
-    """What an engine adapter (Suricata, later Snort/Zeek) provides to the runner."""
+class SensorEngine(Protocol):
+    """What an engine adapter (Suricata, Snort, capture-only…) provides to runner and setups."""
 
     name: str
 
     def available(self) -> bool: ...
 
+    def require(self) -> None:
+        """EnvironmentMissing naming what to install when the engine cannot run here."""
+        ...
+
     def version(self) -> str: ...
 
     def build_info(self) -> dict[str, object]: ...
 
-    def resolve_rules(self, refs: Sequence[str]) -> list[Path]: ...
+    def resolve_rules(self, refs: Sequence[str]) -> list[Path]:
+        """`builtin:…` names and paths (already absolute) to rule files; InputError/SpecError."""
+        ...
 
-    def config_test(
-        self, rules: Sequence[Path], overrides: Mapping[str, str], workdir: Path
-    ) -> None: ...
+    def config_test(self, options: SensorOptions, workdir: Path) -> None:
+        """Test the config a run would use; InputError (rules), SpecError (overrides) or
+        SensorFailed (anything else), each quoting the engine's own messages."""
+        ...
 
-    def prepare(
-        self,
-        run_dir: Path,
-        interface: str,
-        rules: Sequence[Path],
-        overrides: Mapping[str, str],
-        stats_interval_s: int,
-        threads: int | None = None,
-        mtu: int | None = None,
-    ) -> SensorRun: ...
+    def prepare(self, run_dir: Path, interface: str, options: SensorOptions, *,
+                mtu: int | None = None) -> SensorRun:
+        """Render the run's config into run_dir; the argv is started by the setup."""
+        ...
+
+    def offline_alerts(self, pcap: Path, options: SensorOptions, workdir: Path) -> dict[int, int] | None:
+        """Alerts per signature id when the engine reads `pcap` offline with these rules and config:
+        the ground truth of detection. None: the engine raises no alerts (capture-only)."""
+        ...
+
+    def image_packages(self) -> tuple[str, ...]:
+        """Debian packages a container/VM root filesystem needs for this engine."""
+        ...
+
+    def host_paths(self) -> tuple[Path, ...]:
+        """Host paths the engine needs (read-only, same path) inside a container or VM."""
+        ...

@@ -10,8 +10,8 @@ The console (stdout) uses the same text without the `[pid - thread] date time` p
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 READY_MARKER = "Engine started."
 _PREFIX = re.compile(r"^\[\d+ - [^\]]*\] \d{4}-\d\d-\d\d \d\d:\d\d:\d\d ")

@@ -1,34 +1,38 @@
-"""The Suricata adapter: the ONE module that knows about the suricata binary.
+"""The Suricata adapter: the ONE package that knows about the suricata binary.
 
-Version/build-info, rule resolution, `-T` config tests, config rendering (suricata_config),
-argv, readiness and counters (suricata_log, eve). Processes are started by the caller
-(proc.Supervisor), which prefixes `ip netns exec NS` when the sensor lives in a namespace.
+Version/build-info, rule resolution, `-T` config tests, config rendering (`config`), argv,
+readiness and counters (`log`, `eve`). Processes are started by the setup (through
+proc.Supervisor), which prefixes `ip netns exec NS` when the sensor lives in a namespace.
 """
 
 from __future__ import annotations
 
-import importlib.resources
+import json
 import re
 import shutil
 import subprocess
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
+from idsbench import proc
 from idsbench.errors import EnvironmentMissing, InputError, SensorFailed, SpecError
-from idsbench.sensors import suricata_log as slog
-from idsbench.sensors.base import CounterPoint, Counters
-from idsbench.sensors.eve import EveScan, scan_eve
-from idsbench.sensors.suricata_config import (
+from idsbench.sensors import rulesets
+from idsbench.sensors.base import CounterPoint, Counters, EventLogIntegrity, SensorOptions
+from idsbench.sensors.suricata import log as slog
+from idsbench.sensors.suricata.config import (
     DEFAULT_CONFIG,
     RunPaths,
     dump_config,
     load_default_config,
     render_config,
 )
+from idsbench.sensors.suricata.eve import EveScan, scan_eve
+from idsbench.sensors.tail import FileTail
 
 _OVERRIDE_KEY = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%f%z"
@@ -105,6 +109,12 @@ class SuricataRun:
     pid_path: Path
     console_path: Path  # where the runner is expected to put stdout/stderr (stdout.txt)
     last_eve_scan: EveScan | None = field(default=None, repr=False)
+    _last_stats: dict[str, Any] | None = field(default=None, repr=False)
+    _tail: FileTail = field(init=False, repr=False)
+    _tail_point: CounterPoint | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self._tail = FileTail(self.eve_path)
 
     def _log_lines(self) -> list[str]:
         lines: list[str] = []
@@ -166,14 +176,17 @@ class SuricataRun:
 
     def read_eve(self) -> tuple[list[CounterPoint], EveScan]:
         points: list[CounterPoint] = []
+        last: list[dict[str, Any]] = []
 
-        def sink(rec: dict) -> None:
+        def sink(rec: dict[str, Any]) -> None:
             p = point_from_record(rec)
             if p is not None:
                 points.append(p)
+                last[:] = [rec]
 
         scan = scan_eve(self.eve_path, ("stats",), sink)
         self.last_eve_scan = scan
+        self._last_stats = last[0]["stats"] if last else {}
         return points, scan
 
     def counter_series(self) -> list[CounterPoint]:
@@ -182,10 +195,46 @@ class SuricataRun:
             return []
         return self.read_eve()[0]
 
-    def alert_count(self) -> int:
-        if not self.eve_path.exists():
-            return 0
-        return self.read_eve()[1].count("alert")
+    def live_counters(self) -> CounterPoint | None:
+        """The newest stats record, reading only what eve.json gained since the last call."""
+        lines = self._tail.new_lines()
+        if lines is None:
+            return self._tail_point
+        for line in lines.splitlines():
+            if b'"event_type":"stats"' not in line:
+                continue
+            try:
+                point = point_from_record(json.loads(line))
+            except (ValueError, RecursionError):
+                continue
+            if point is not None:
+                self._tail_point = point
+        return self._tail_point
+
+    def alerts_by_signature(self) -> dict[int, int]:
+        found: dict[int, int] = {}
+
+        def sink(rec: dict[str, Any]) -> None:
+            sid = (rec.get("alert") or {}).get("signature_id")
+            if isinstance(sid, int):
+                found[sid] = found.get(sid, 0) + 1
+
+        if self.eve_path.exists():
+            scan_eve(self.eve_path, ("alert",), sink, warn_truncated=False)
+        return found
+
+    def degraded(self) -> dict[str, int]:
+        """Memcap, emergency and gap counters of the last stats record (read by final_counters)."""
+        if self._last_stats is None:
+            self.counter_series()
+        return degraded_from_stats(self._last_stats or {})
+
+    def integrity(self) -> EventLogIntegrity | None:
+        scan = self.last_eve_scan
+        if scan is None:
+            return None
+        return EventLogIntegrity(self.eve_path, scan.lines, scan.corrupt_lines, bool(scan.truncated_tail),
+                                 tuple(scan.warnings))
 
     def final_counters(self) -> Counters:
         """Counters after Suricata exited: its last eve stats record (Suricata 7 writes one at
@@ -207,6 +256,25 @@ class SuricataRun:
         return last.max_with(from_log)
 
 
+# Suricata counters that say the engine degraded (state dropped, reassembly gave up) without the
+# packet being lost: reported beside the loss waterfall, never counted as drops.
+DEGRADED_COUNTERS = (
+    ("tcp", "segment_memcap_drop"), ("tcp", "ssn_memcap_drop"), ("tcp", "reassembly_gap"),
+    ("tcp", "insert_data_overlap_fail"), ("flow", "memcap"), ("flow", "emerg_mode_entered"),
+    ("defrag", "max_frag_hits"), ("defrag", "ipv4", "memcap"), ("defrag", "ipv6", "memcap"),
+    ("exception_policy", "total"),
+)
+
+
+def degraded_from_stats(stats: Mapping[str, Any]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for path in DEGRADED_COUNTERS:
+        value = _get(stats, *path)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value:
+            out[".".join(path)] = int(value)
+    return out
+
+
 class Suricata:
     """Adapter for one Suricata binary."""
 
@@ -220,16 +288,28 @@ class Suricata:
     def available(self) -> bool:
         return shutil.which(self.binary) is not None
 
-    def _run(self, args: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
-        try:
-            return subprocess.run(
-                [self.binary, *args], capture_output=True, text=True, timeout=timeout, check=False
-            )
-        except FileNotFoundError as e:
+    def require(self) -> None:
+        self._require_binary()
+        if not self.build_info().get("af_packet"):
+            raise EnvironmentMissing(f"{self.binary} was built without AF_PACKET support.",
+                                     fix="install a Suricata package built with AF_PACKET (Debian's is).")
+
+    def image_packages(self) -> tuple[str, ...]:
+        return ()  # every container/VM rootfs holds the host's Suricata package
+
+    def host_paths(self) -> tuple[Path, ...]:
+        return ()
+
+    def _require_binary(self) -> None:
+        if not self.available():
             raise EnvironmentMissing(
                 f"The Suricata binary {self.binary!r} was not found.",
-                fix="Install suricata (Debian: apt-get install suricata) or set the binary path.",
-            ) from e
+                fix="Install suricata (`make setup`; Debian: from <codename>-backports).",
+            )
+
+    def _run(self, args: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+        self._require_binary()
+        return proc.run([self.binary, *args], timeout=timeout, check=False)
 
     @cached_property
     def _build_info_text(self) -> str:
@@ -279,34 +359,17 @@ class Suricata:
         """`builtin:events`, `builtin:markers`, or paths (files or directories of *.rules)."""
         out: list[Path] = []
         for ref in refs:
-            if ref == "builtin:events":
-                out += self.bundled_rules()
-            elif ref == "builtin:markers":
-                res = importlib.resources.files("idsbench.sensors") / "rules" / "markers.rules"
-                path = Path(str(res))
-                if not path.is_file():
-                    raise InputError(f"The packaged marker rules {path} are missing.",
-                                     fix="Reinstall idsbench (pip install -e .).")
-                out.append(path)
-            elif ref.startswith("builtin:"):
-                raise SpecError(f"Unknown rule set {ref!r}.",
-                                fix="Use builtin:events, builtin:markers or a path to a .rules file.")
-            else:
-                p = Path(ref).expanduser()
-                if p.is_dir():
-                    found = sorted(p.glob("*.rules"))
-                    if not found:
-                        raise InputError(f"Rule directory {p} contains no *.rules files.")
-                    out += [f.resolve() for f in found]
-                elif p.is_file():
-                    out.append(p.resolve())
-                else:
-                    raise InputError(f"Rule file {p} does not exist.",
-                                     fix="Fix the path in the spec's rules list.")
+            out += self.bundled_rules() if ref == "builtin:events" else rulesets.rule_files(ref)
         return list(dict.fromkeys(out))  # keep order, drop duplicates
 
     # --- config ------------------------------------------------------------------------------
-    def prepare(
+    def prepare(self, run_dir: Path, interface: str, options: SensorOptions, *,
+                mtu: int | None = None) -> SuricataRun:
+        """Render `run_dir/suricata.yaml` and return the run (argv not yet started)."""
+        return self.prepare_config(run_dir, interface, list(options.rules), options.override_map,
+                                   options.stats_interval_s, mtu=mtu, overlay=options.config_overlay)
+
+    def prepare_config(
         self,
         run_dir: Path,
         interface: str,
@@ -316,8 +379,9 @@ class Suricata:
         threads: int | None = None,
         mtu: int | None = None,
         cluster_id: int | None = None,
+        overlay: Path | None = None,
     ) -> SuricataRun:
-        """Render `run_dir/suricata.yaml` and return the run (argv not yet started)."""
+        """`prepare` with every knob explicit (tests use threads and cluster_id)."""
         _check_overrides(overrides)
         run_dir = Path(run_dir).resolve()
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -333,6 +397,8 @@ class Suricata:
             self.binary, "-c", str(paths.yaml), f"--af-packet={interface}",
             "-l", str(run_dir), "--pidfile", str(paths.pid),
         ]
+        if overlay is not None:
+            argv += ["--include", str(Path(overlay).resolve())]
         for k, v in overrides.items():
             argv += ["--set", f"{k}={v}"]
         return SuricataRun(
@@ -340,24 +406,38 @@ class Suricata:
             yaml_path=paths.yaml, pid_path=paths.pid, console_path=run_dir / "stdout.txt",
         )
 
-    def config_test(
-        self,
-        rules: Sequence[Path],
-        overrides: Mapping[str, str],
-        workdir: Path,
-        timeout_s: float = CONFIG_TEST_TIMEOUT_S,
-    ) -> None:
+    def offline_alerts(self, pcap: Path, options: SensorOptions, workdir: Path,
+                       timeout_s: float = CONFIG_TEST_TIMEOUT_S) -> dict[int, int]:
+        """Alerts per sid when Suricata reads `pcap` offline with the run's rules and config (`-r`,
+        every packet processed: the ground truth of detection)."""
+        run = self.prepare(Path(workdir), "lo", options)
+        args = [a for a in run.argv[1:] if a != "--af-packet=lo"] + ["-r", str(pcap), "--runmode", "single"]
+        cp = self._run(args, timeout=timeout_s)
+        if cp.returncode != 0:
+            lines = (cp.stdout + "\n" + cp.stderr).splitlines()
+            raise SensorFailed(f"`suricata -r {pcap}` failed (exit {cp.returncode}):\n  "
+                               + "\n  ".join(slog.error_lines(lines) or lines[-5:]),
+                               fix="check the rules and config with `idsbench run` preflight messages.")
+        return run.alerts_by_signature()
+
+    def config_test(self, options: SensorOptions, workdir: Path,
+                    timeout_s: float = CONFIG_TEST_TIMEOUT_S) -> None:
         """`suricata -T` on the config a run would use. Raises InputError (rules that do not
         load), SpecError (overrides Suricata rejects) or SensorFailed (anything else)."""
+        rules, overrides = list(options.rules), options.override_map
         for r in rules:
             if not Path(r).is_file():
                 raise InputError(f"Rule file {r} does not exist.", fix="Fix the path in the spec.")
-        run = self.prepare(Path(workdir), "lo", rules, overrides, stats_interval_s=1)
+        if options.config_overlay is not None and not Path(options.config_overlay).is_file():
+            raise InputError(f"The config overlay {options.config_overlay} does not exist.",
+                             fix="Fix sensor.config in the spec.")
+        run = self.prepare(Path(workdir), "lo", SensorOptions(tuple(rules), options.overrides, 1,
+                                                              options.config_overlay))
         args = ["-T", *run.argv[1:]]
         args.remove("--af-packet=lo")
         try:
             cp = self._run(args, timeout=timeout_s)
-        except subprocess.TimeoutExpired as e:
+        except EnvironmentMissing as e:
             raise SensorFailed(f"`suricata -T` did not finish within {timeout_s:g} s.") from e
         if cp.returncode == 0:
             return

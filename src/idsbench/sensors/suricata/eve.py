@@ -16,9 +16,10 @@ import json
 import logging
 import re
 from collections import Counter
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Collection
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +29,9 @@ log = logging.getLogger(__name__)
 CHUNK_SIZE = 1024 * 1024
 _EVENT_TYPE = re.compile(rb'"event_type":"([^"\\]{1,64})"')
 MAX_REPORTED_BAD_LINES = 5
+# A longer "line" is not an eve record (Suricata's largest are a few MB): skipped as one corrupt
+# line, so memory stays bounded on any file.
+MAX_LINE_BYTES = 64 * 1024 * 1024
 
 
 @dataclass
@@ -47,7 +51,7 @@ class EveScan:
         return self.events.get(event_type, 0)
 
 
-RecordSink = Callable[[dict], None]
+RecordSink = Callable[[dict[str, Any]], None]
 
 
 class _Scanner:
@@ -61,10 +65,10 @@ class _Scanner:
         if len(self.scan.corrupt_examples) < MAX_REPORTED_BAD_LINES:
             self.scan.corrupt_examples.append(line_no)
 
-    def _emit(self, line: bytes, line_no: int) -> None:
+    def _emit(self, line: bytes | bytearray, line_no: int) -> None:
         try:
             rec = json.loads(line)
-        except ValueError:  # looked fine to the byte checks; not counted as an event after all
+        except (ValueError, RecursionError):  # looked fine to the byte checks; not an event after all
             self._bad(line_no)
             m = _EVENT_TYPE.search(line)
             if m:
@@ -104,7 +108,7 @@ class _Scanner:
             self._slow(bytes(buf[start:end]), first_line)
             self.scan.lines += n_lines
 
-    def _emit_wanted(self, buf: bytes, lo: int, hi: int, first_line: int) -> None:
+    def _emit_wanted(self, buf: bytes | bytearray, lo: int, hi: int, first_line: int) -> None:
         starts: list[int] = []
         for w in self.wanted:
             pos = buf.find(w, lo, hi)
@@ -132,7 +136,7 @@ class _Scanner:
             else:
                 try:
                     rec = json.loads(stripped)
-                except ValueError:
+                except (ValueError, RecursionError):
                     self._bad(line_no)
                     continue
                 et = rec.get("event_type") if isinstance(rec, dict) else None
@@ -164,6 +168,7 @@ def scan_eve(
     path = Path(path)
     sc = _Scanner(path, _wanted_patterns(record_types) if on_record else frozenset(), on_record)
     carry = b""
+    overlong = False  # inside a line longer than MAX_LINE_BYTES: skip to its end
     buf = bytearray(chunk_size)  # reused: no per-chunk allocation or page faults
     with path.open("rb", buffering=0) as f:
         while True:
@@ -173,15 +178,26 @@ def scan_eve(
             sc.scan.bytes_read += n
             first_nl = buf.find(b"\n", 0, n)
             if first_nl == -1:
-                carry += buf[:n]
+                if not overlong:
+                    carry += buf[:n]
+                    if len(carry) > max(MAX_LINE_BYTES, chunk_size):
+                        overlong, carry = True, b""
                 continue
-            # The line spanning the previous chunk boundary is small: join just that one.
-            head = carry + buf[: first_nl + 1]
-            sc.feed(head, 0, len(head))
+            if overlong:  # the overlong line ends here: one corrupt line
+                sc.scan.lines += 1
+                sc._bad(sc.scan.lines)
+                overlong = False
+            else:
+                # The line spanning the previous chunk boundary is small: join just that one.
+                head = carry + buf[: first_nl + 1]
+                sc.feed(head, 0, len(head))
             last_nl = buf.rfind(b"\n", 0, n)
             sc.feed(buf, first_nl + 1, last_nl + 1)
             carry = bytes(buf[last_nl + 1 : n])
     scan = sc.scan
+    if overlong:
+        scan.truncated_tail = True
+        carry = b"x"
     if carry.strip():
         scan.truncated_tail = True
         if warn_truncated:
@@ -199,8 +215,8 @@ def scan_eve(
     return scan
 
 
-def read_records(path: Path | str, record_type: str = "stats") -> tuple[list[dict], EveScan]:
+def read_records(path: Path | str, record_type: str = "stats") -> tuple[list[dict[str, Any]], EveScan]:
     """All records of one type (meant for the few `stats` records), plus the scan summary."""
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     scan = scan_eve(path, (record_type,), out.append)
     return out, scan
