@@ -1,142 +1,138 @@
-"""Per-case summary: medians over a case's samples of the final figures, with CIs and warnings."""
+"""Per-case summary: medians over a case's `ok` samples of the per-sample figures, with CIs of the
+median at the coverage the sample count actually reaches, verdict counts and warnings."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
 
-from idsbench.analysis.load import Campaign, CaseInfo, SampleRecord
-from idsbench.analysis.stats import cv, median, median_ci
+from idsbench.analysis.engines import case_engine_figures
+from idsbench.analysis.sample import METRICS, SampleFigures, sample_figures
+from idsbench.analysis.search import search_fields
+from idsbench.analysis.stats import ci_coverage, cv, median, median_ci
+from idsbench.store.reader import Campaign, CaseInfo, SampleRecord
+from idsbench.store.schema import CaseResult, GroundTruth, SearchResult
 
-# Keys of the per-case table (DESIGN.md) that are medians over samples, in output order.
-METRICS = ("trace_pkts", "sent_pkts", "captured_pkts", "dropped_pkts", "decoded_pkts", "decoded_bytes",
-           "alerts", "drop_ratio", "sensor_cpu_pct", "sensor_rss_peak_bytes", "host_cpu_pct", "flows",
-           "stable_after_s")
-COUNTER_KEYS = ("captured_pkts", "dropped_pkts", "decoded_pkts", "decoded_bytes", "alerts", "flows")
-RESOURCE_KEYS = ("sensor_cpu_pct", "sensor_rss_peak_bytes", "host_cpu_pct")
 # Metrics whose spread across samples is checked (counts that are fixed by the plan are not).
 CV_CHECKED = ("sent_pkts", "decoded_pkts", "dropped_pkts", "drop_ratio", "sensor_cpu_pct",
               "sensor_rss_peak_bytes", "host_cpu_pct", "stable_after_s")
 DEFAULT_CV_THRESHOLD = 0.10
 MIN_DROP_RATIO_FOR_CV = 0.001  # below 0.1% drops, relative spread of drops is noise
-
-
-def sample_metrics(sample: SampleRecord) -> dict[str, float | None]:
-    """The per-sample figures behind every METRICS key. Missing counters count as 0."""
-    s = sample.summary
-    counters = (s.get("sensor") or {}).get("counters") or {}
-    resources = s.get("resources") or {}
-    out: dict[str, float | None] = {
-        "trace_pkts": _num((s.get("trace") or {}).get("packets")),
-        "sent_pkts": _num((s.get("replay") or {}).get("sent_pkts")),
-    }
-    for key in COUNTER_KEYS:
-        out[key] = _num(counters.get(key))
-    captured, dropped = out["captured_pkts"] or 0.0, out["dropped_pkts"] or 0.0
-    out["drop_ratio"] = dropped / captured if captured > 0 else 0.0
-    for key in RESOURCE_KEYS:
-        out[key] = _num(resources.get(key))
-    stable = s.get("stable_after_s")
-    out["stable_after_s"] = float(stable) if stable is not None else None
-    sent = out["sent_pkts"] or 0.0
-    out["decode_ratio"] = (out["decoded_pkts"] or 0.0) / sent if sent > 0 else None
-    return out
+REQUESTED_LEVEL = 0.95
 
 
 @dataclass(frozen=True)
 class CaseSamples:
-    """A case and the samples its medians are taken over (ok ones, or all if none is ok)."""
+    """A case, the `ok` samples its medians are taken over, and the others by verdict."""
 
     info: CaseInfo
     used: tuple[SampleRecord, ...]
     failed: tuple[SampleRecord, ...]
     incomplete: int
+    settle_s: float
+    truth: GroundTruth | None = None
+    search: SearchResult | None = None
 
-    @property
-    def values(self) -> list[dict[str, float | None]]:
-        return [sample_metrics(s) for s in self.used]
+    @cached_property
+    def figures(self) -> list[SampleFigures]:
+        return [sample_figures(s, self.settle_s, self.truth) for s in self.used]
+
+    @cached_property
+    def failed_figures(self) -> list[SampleFigures]:
+        """The not-ok samples' figures (samples table only: medians never take them)."""
+        return [sample_figures(s, self.settle_s, self.truth) for s in self.failed]
+
+    def column(self, metric: str) -> list[float | None]:
+        return [f.get(metric) for f in self.figures]
 
 
 def case_samples(campaign: Campaign) -> list[CaseSamples]:
     out = []
+    settle = campaign.doc.settle_s
     for info in campaign.cases:
         complete = campaign.samples_of(info.case_id)
         ok = tuple(s for s in complete if s.status == "ok")
         failed = tuple(s for s in complete if s.status != "ok")
-        out.append(CaseSamples(info, ok or failed, failed, len(campaign.incomplete_of(info.case_id))))
+        out.append(CaseSamples(info, ok, failed, len(campaign.incomplete_of(info.case_id)), settle,
+                               campaign.truths.get(info.case_id), campaign.searches.get(info.case_id)))
     return out
 
 
-def case_table(campaign: Campaign, *, cv_threshold: float = DEFAULT_CV_THRESHOLD,
-               level: float = 0.95) -> list[dict[str, Any]]:
-    """One dict per case: parameters, `samples`, each METRICS median and `<key>_ci`, status, labels,
-    warnings. See docs/architecture.md "Results"."""
-    return [_row(cs, cv_threshold, level) for cs in case_samples(campaign)]
+def case_table(campaign: Campaign, groups: list[CaseSamples] | None = None, *,
+               cv_threshold: float = DEFAULT_CV_THRESHOLD, level: float = REQUESTED_LEVEL) -> list[CaseResult]:
+    """One CaseResult per case (docs/architecture.md "Results"); `groups`: its case_samples, if at hand."""
+    return [with_engine_figures(campaign, cs, case_result(cs, cv_threshold, level), level)
+            for cs in (case_samples(campaign) if groups is None else groups)]
 
 
-def _row(cs: CaseSamples, cv_threshold: float, level: float) -> dict[str, Any]:
-    p = cs.info.params
-    values = cs.values
-    row: dict[str, Any] = {
-        "case": cs.info.case_id, "setup": p.get("setup"), "trace": p.get("trace"),
-        "replayers": p.get("replayers"), "rate": p.get("rate"), "samples": len(cs.used),
-    }
-    for key in METRICS:
-        column = [v[key] for v in values]
-        row[key] = _tidy(median(column))
+def with_engine_figures(campaign: Campaign, cs: CaseSamples, result: CaseResult,
+                        level: float = REQUESTED_LEVEL) -> CaseResult:
+    """`result` plus its engine's rule share and alerts on the rules every engine loaded (`extra`)."""
+    figures = case_engine_figures(campaign.doc, cs.info.params.engine, cs.used, level)
+    return result.model_copy(update={"extra": {**result.extra, **figures}})
+
+
+def case_result(cs: CaseSamples, cv_threshold: float = DEFAULT_CV_THRESHOLD,
+                level: float = REQUESTED_LEVEL) -> CaseResult:
+    counts = Counter(s.status for s in (*cs.used, *cs.failed))
+    if cs.incomplete:
+        counts["incomplete"] += cs.incomplete
     failures = sorted({s.status for s in cs.failed})
-    row["status"] = ",".join(failures) if failures else ("ok" if cs.used else "incomplete")
-    row["labels"] = sorted({str(lab) for s in cs.used for lab in (s.summary.get("labels") or [])})
-    row.update({"loops": p.get("loops"), "cpus": p.get("cpus"), "memory": p.get("memory"),
-                "samples_failed": len(cs.failed), "samples_incomplete": cs.incomplete})
-    for key in METRICS:
-        ci = median_ci([v[key] for v in values], level)
-        row[f"{key}_ci"] = [_tidy(ci[0]), _tidy(ci[1])] if ci else None
-    row["warnings"] = _warnings(cs, values, cv_threshold)
-    return row
+    if cs.used:
+        status = "ok"
+    elif failures:
+        status = ",".join(failures)
+    else:
+        status = "incomplete"
+    return CaseResult(
+        case=cs.info.case_id, params=cs.info.params, samples=len(cs.used),
+        medians={m: median(cs.column(m)) for m in METRICS},
+        cis={m: median_ci(cs.column(m), level) for m in METRICS},
+        ci_level=ci_coverage(len(cs.used), level) if cs.used else 0.0,
+        status=status, status_counts=dict(sorted(counts.items())),
+        labels=tuple(sorted({lab for s in cs.used for lab in s.summary.labels})),
+        samples_failed=len(cs.failed), samples_incomplete=cs.incomplete,
+        warnings=tuple(_warnings(cs, cv_threshold)),
+        pairs=tuple(sorted({s.summary.pair for s in (cs.used or cs.failed) if s.summary.pair})),
+        extra={**degraded_medians(cs), **search_fields(cs.search)},
+    )
 
 
-def _warnings(cs: CaseSamples, values: list[dict[str, float | None]], threshold: float) -> list[str]:
+def degraded_medians(cs: CaseSamples) -> dict[str, object]:
+    """`degraded_sensor`: per degraded counter (memcaps, emergency modes, gaps), its median over the
+    ok samples (a sample without it counts 0)."""
+    names = sorted({k for s in cs.used for k in s.summary.sensor.degraded})
+    return {"degraded_sensor": {n: median([s.summary.sensor.degraded.get(n, 0) for s in cs.used]) for n in names}}
+
+
+def _warnings(cs: CaseSamples, threshold: float) -> list[str]:
     case_id = cs.info.case_id
     out: list[str] = []
-    if not cs.used:
-        out.append(f"case {case_id} has no complete sample; run the campaign again with --resume.")
-        return out
     if cs.failed:
-        reasons = ", ".join(sorted({s.status for s in cs.failed}))
-        scope = "all its samples" if len(cs.failed) == len(cs.used) else "the ok samples only"
-        out.append(f"case {case_id}: {len(cs.failed)} sample(s) failed ({reasons}); medians use {scope}.")
+        reasons = "; ".join(sorted({f"{s.status}: {s.summary.reason or 'no reason recorded'}"[:200]
+                                    for s in cs.failed}))
+        out.append(f"case {case_id}: {len(cs.failed)} sample(s) not ok ({reasons}); medians use the ok "
+                   "samples only.")
+    if not cs.used:
+        out.append(f"case {case_id} has no ok sample; its medians are empty. Fix the cause above and "
+                   "re-run it (delete its sample directories, then `idsbench run SPEC --out DIR --resume`).")
+        return out
     if cs.incomplete:
         out.append(f"case {case_id}: {cs.incomplete} sample(s) incomplete; complete them with --resume.")
     noisy = []
-    drops = median([v["drop_ratio"] for v in values]) or 0.0
+    drops = median(cs.column("drop_ratio")) or 0.0
     for key in CV_CHECKED:
         if key in ("dropped_pkts", "drop_ratio") and drops < MIN_DROP_RATIO_FOR_CV:
             continue
-        spread = cv([v[key] for v in values])
+        spread = cv(cs.column(key))
         if spread is not None and spread > threshold:
             noisy.append(f"{key} (CV {spread:.0%})")
     if noisy:
-        n = len(values)
+        n = len(cs.used)
         out.append(f"case {case_id}: its {n} samples disagree on {', '.join(noisy)} (threshold "
                    f"{threshold:.0%}); run more samples (e.g. samples = {max(2 * n, 10)} in the spec) "
                    "or find what disturbs the host.")
     for s in cs.used:
-        out.extend(f"{case_id}/s{s.index}: {w}" for w in (s.summary.get("warnings") or []))
+        out.extend(f"{case_id}/s{s.index}: {w}" for w in s.summary.warnings)
     return out
-
-
-def _num(value: Any) -> float:
-    """A number from summary.json; missing or null counts as 0."""
-    try:
-        return float(value) if value is not None else 0.0
-    except (TypeError, ValueError):
-        return 0.0
-
-
-def _tidy(value: float | None) -> float | int | None:
-    if value is None:
-        return None
-    if float(value).is_integer() and abs(value) < 2**53:
-        return int(value)
-    return round(float(value), 6)

@@ -10,28 +10,16 @@ get the median, the order-statistic CI of the median and the sample count across
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from idsbench.analysis.load import Campaign, SampleRecord
 from idsbench.analysis.stats import median_ci
+from idsbench.store.layout import COUNTERS_FILE, MONITOR_FILE
+from idsbench.store.reader import Campaign, SampleRecord
+from idsbench.store.series_io import read_series
 
-SOURCES = {"counters": "counters.csv", "monitor": "monitor.csv"}
-
-
-def read_series(path: Path) -> pd.DataFrame | None:
-    """A sample's CSV (needs a t_unix column) with numeric columns, sorted by time; None if absent."""
-    try:
-        df = pd.read_csv(path)
-    except (FileNotFoundError, pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
-        return None
-    if "t_unix" not in df.columns or df.empty:
-        return None
-    df = df.apply(pd.to_numeric, errors="coerce")
-    df = df.dropna(subset=["t_unix"]).sort_values("t_unix")
-    return df.drop_duplicates(subset="t_unix", keep="last").reset_index(drop=True)
+SOURCES = {"counters": COUNTERS_FILE, "monitor": MONITOR_FILE}
 
 
 def resample(t_rel: np.ndarray, values: np.ndarray, interval: float) -> pd.Series:
@@ -77,7 +65,7 @@ def combine(series: list[pd.Series], level: float = 0.95) -> pd.DataFrame:
         ci = median_ci(list(vals), level)
         if ci is None:
             continue
-        rows.append((float(t), float(np.median(vals)), ci[0], ci[1], len(vals)))
+        rows.append((float(str(t)), float(np.median(vals)), ci[0], ci[1], len(vals)))
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -89,11 +77,10 @@ def aligned(campaign: Campaign, case_id: str, source: str, column: str, *,
     if source not in SOURCES:
         raise ValueError(f"source must be one of {sorted(SOURCES)}, not {source!r}")
     step = interval or campaign.stats_interval_s
-    samples = campaign.samples_of(case_id)
-    ok = [s for s in samples if s.status == "ok"] or samples
-    series = [sample_series(s, source, column, step) for s in ok]
+    ok = [s for s in campaign.samples_of(case_id) if s.status == "ok"]
+    series = [x for x in (sample_series(s, source, column, step) for s in ok) if x is not None]
     if per_second:
-        series = [_rate(x) for x in series if x is not None]
+        series = [_rate(x) for x in series]
     return combine(series, level)
 
 

@@ -10,7 +10,7 @@ with fewer than 6 samples even min..max covers less than 95% (coverage 1 - 2^(1-
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -49,7 +49,7 @@ def ci_coverage(n: int, level: float = 0.95) -> float:
         return 0.0
     k = ci_rank(n, level)
     below = sum(math.comb(n, j) for j in range(k)) / 2**n
-    return 1.0 - 2.0 * below
+    return float(1.0 - 2.0 * below)
 
 
 def median_ci(values: Sequence[float | None], level: float = 0.95) -> Interval | None:

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
 
 from matplotlib.figure import Figure
 
-from idsbench.analysis import Campaign
+from idsbench.analysis.overhead import Overhead
 from idsbench.analysis.stats import median
 from idsbench.report.figures_load import overhead_figure, throughput_figure, vs_load_figure
+from idsbench.report.figures_search import recall_figure, search_figure, waterfall_figure
+from idsbench.report.figures_sender import fidelity_figure, lateness_figure
 from idsbench.report.figures_time import cumulative_figure, time_figure
 from idsbench.report.style import FigureFile, save
+from idsbench.store.reader import Campaign
+from idsbench.store.schema import CaseResult
 
 MIB = 1024.0 * 1024.0
 
@@ -31,11 +35,11 @@ class FigureSet:
         self.files.append(save(fig, out_dir, name, title, caption))
 
 
-def build_figures(campaign: Campaign, rows: Sequence[dict[str, Any]], colors: dict[str, str],
+def build_figures(campaign: Campaign, rows: Sequence[CaseResult], colors: dict[str, str],
                   out_dir: Path, *, baseline: str = "baremetal",
-                  overhead_rows: Sequence[dict[str, Any]] = ()) -> FigureSet:
+                  overhead_rows: Sequence[Overhead] = ()) -> FigureSet:
     figs = FigureSet()
-    ok_rows = [r for r in rows if r["samples"]]
+    ok_rows = [r for r in rows if r.samples]
     no_monitor = "no sample has a usable monitor.csv"
     figs.add(out_dir, "sensor_cpu_time", "Sensor CPU over time",
              "CPU used by the sensor's cgroup; 100% = one fully used core.",
@@ -60,24 +64,25 @@ def build_figures(campaign: Campaign, rows: Sequence[dict[str, Any]], colors: di
     return figs
 
 
-def slowest_setup(rows: Sequence[dict[str, Any]]) -> str | None:
+def slowest_setup(rows: Sequence[CaseResult]) -> str | None:
     """The setup with the highest median host CPU over its cases (None with fewer than 2 setups)."""
     by_setup: dict[str, list[float]] = {}
     for r in rows:
-        if r.get("host_cpu_pct") is not None:
-            by_setup.setdefault(str(r["setup"]), []).append(float(r["host_cpu_pct"]))
+        value = r.medians.get("host_cpu_pct")
+        if value is not None:
+            by_setup.setdefault(r.params.setup, []).append(float(value))
     if len(by_setup) < 2:
         return None
     return max(by_setup, key=lambda s: median(by_setup[s]) or 0.0)
 
 
-def _more_figures(figs: FigureSet, campaign: Campaign, rows: Sequence[dict[str, Any]],
+def _more_figures(figs: FigureSet, campaign: Campaign, rows: Sequence[CaseResult],
                   colors: dict[str, str], out_dir: Path, baseline: str,
-                  overhead_rows: Sequence[dict[str, Any]]) -> None:
+                  overhead_rows: Sequence[Overhead]) -> None:
     slow = slowest_setup(rows)
     figs.add(out_dir, "host_cpu_time_without_slowest", f"Host CPU over time without the slowest setup ({slow})",
              f"As above without {slow}, the setup with the highest host CPU, so the others can be told apart.",
-             lambda: time_figure(campaign, [r for r in rows if r["setup"] != slow], colors, source="monitor",
+             lambda: time_figure(campaign, [r for r in rows if r.params.setup != slow], colors, source="monitor",
                                  column="host_cpu_pct", title=f"Host CPU over time without {slow} (median, 95% CI)",
                                  ylabel="host CPU (% of all CPUs)") if slow else None,
              "the campaign has a single setup, so there is no slowest one to leave out")
@@ -103,6 +108,32 @@ def _more_figures(figs: FigureSet, campaign: Campaign, rows: Sequence[dict[str, 
                                  title="Packets sent per second, measured at the sender (median, 95% CI)",
                                  ylabel="packets per second", per_second=True),
              "no monitor.csv has a sender_tx_pkts column")
+    figs.add(out_dir, "sender_fidelity", "Sender fidelity: requested vs achieved rate",
+             "Packets per second the replayers were asked for (dashed: the sender's schedule, or the case's "
+             "rate and trace) and what they sent (solid: the sender's own count; for tcpreplay the sender "
+             "interface's), summed over replayers, median over ok samples. A gap is load the sensor never got.",
+             lambda: fidelity_figure(campaign, rows, colors), "no sample recorded its replay")
+    figs.add(out_dir, "sender_lateness", "Sender lateness",
+             "How late packets left against their absolute deadlines (median, 99th percentile, worst; the "
+             "worst replayer of each sample, median over samples). Only senders that keep a schedule report it.",
+             lambda: lateness_figure(campaign, rows),
+             "no sample's sender reported lateness (tcpreplay does not keep an absolute schedule)")
+    figs.add(out_dir, "search_loss_load", "Search: loss vs offered load",
+             "Every trial of each searched case: its loss over every drop point of the waterfall at the load it "
+             "offered (warm trials on one sensor, cold on a fresh one, sender-limited marked), each tolerance's "
+             "final bracket and result, the verification and the sender's ceiling.",
+             lambda: search_figure(campaign), "the campaign holds no search (`idsbench search`)")
+    figs.add(out_dir, "loss_waterfall", "Loss waterfall per case",
+             "Where the packets sent went, in percent of sent: decoded, still unprocessed at stop, dropped at "
+             "the capture ring, in the softnet backlog, by the NIC, lost on the wire, by the sender, or "
+             "unaccounted (a drop point the host cannot see, e.g. inside a VM).",
+             lambda: waterfall_figure(rows), "no case has counters")
+    figs.add(out_dir, "alert_recall_load", "Alert recall vs load",
+             "Per signature, the live alerts over what the same engine, rules and config raise reading every "
+             "packet offline (the ground truth); a sensor that drops misses detections.",
+             lambda: recall_figure(rows, colors),
+             "no case has an offline ground truth (one loop, distinct flows or one replayer, "
+             "sensor.ground_truth = true)")
     figs.add(out_dir, "trace_throughput", "Trace throughput as sent",
              "Packets per second of each trace (summary trace.per_second) times the number of replayers: "
              "what the sender puts on the wire at the recorded rate.",

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
 
-from idsbench.analysis import Campaign
+from idsbench.analysis.overhead import Overhead
 from idsbench.plan import trace_label
-from idsbench.report.style import (LINESTYLES, finish_axes, grid, hide_unused, legend_once, new_figure,
-                                   variant)
+from idsbench.report.style import LINESTYLES, finish_axes, grid, hide_unused, legend_once, new_figure, variant
+from idsbench.store.reader import Campaign
+from idsbench.store.schema import CaseResult
 
 MIB = 1024.0 * 1024.0
 # (overhead metric, panel y label, scale of diff, use percent instead of diff)
@@ -20,36 +21,37 @@ OVERHEAD_PANELS = (("host_cpu_pct", "extra host CPU (percentage points)", 1.0, F
                    ("decode_ratio", "decode rate change (% of baseline)", 1.0, True))
 
 
-def _series_key(row: dict[str, Any]) -> tuple[str, str]:
-    return str(row["setup"]), variant(row)
+def _series_key(row: CaseResult) -> tuple[str, str]:
+    return row.params.setup, variant(row.params)
 
 
-def vs_load_figure(rows: Sequence[dict[str, Any]], colors: dict[str, str], *, key: str, title: str,
+def vs_load_figure(rows: Sequence[CaseResult], colors: dict[str, str], *, key: str, title: str,
                    ylabel: str, scale: float = 1.0) -> Figure | None:
     """x = load (replayers), y = median with CI error bars; one panel per (trace, rate)."""
-    rows = [r for r in rows if r.get(key) is not None]
+    rows = [r for r in rows if r.medians.get(key) is not None]
     if not rows:
         return None
-    panels: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    panels: dict[tuple[str, str], list[CaseResult]] = {}
     for r in rows:
-        panels.setdefault((str(r["trace"]), str(r["rate"])), []).append(r)
+        panels.setdefault((r.params.trace, r.params.rate), []).append(r)
     nrows, ncols = grid(len(panels), 2)
     fig, axes = new_figure(nrows, ncols, title)
     flat = [a for r in axes for a in r]
     for ax, ((trace, rate), members) in zip(flat, panels.items()):
-        variants = sorted({variant(r) for r in members})
-        lines: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for r in sorted(members, key=lambda r: int(r["replayers"])):
+        variants = sorted({variant(r.params) for r in members})
+        lines: dict[tuple[str, str], list[CaseResult]] = {}
+        for r in sorted(members, key=lambda r: r.params.replayers):
             lines.setdefault(_series_key(r), []).append(r)
         for (setup, var), pts in sorted(lines.items()):
-            x = np.array([int(p["replayers"]) for p in pts])
-            y = np.array([p[key] / scale for p in pts], dtype=float)
-            ci = [p.get(f"{key}_ci") or [p[key], p[key]] for p in pts]
+            x = np.array([p.params.replayers for p in pts])
+            values = [float(p.medians[key] or 0.0) for p in pts]
+            y = np.array([v / scale for v in values], dtype=float)
+            ci = [p.cis.get(key) or (v, v) for p, v in zip(pts, values)]
             err = np.array([[yv - c[0] / scale for yv, c in zip(y, ci)], [c[1] / scale - yv for yv, c in zip(y, ci)]])
             label = f"{setup} ({var})" if len(variants) > 1 and var else setup
             ax.errorbar(x, y, yerr=np.clip(err, 0, None), color=colors[setup], marker="o", capsize=4,
                         linestyle=LINESTYLES[variants.index(var) % len(LINESTYLES)], label=label)
-        loads = sorted({int(r["replayers"]) for r in members})
+        loads = sorted({r.params.replayers for r in members})
         ax.set_xticks(loads, [f"{n}X" for n in loads])
         finish_axes(ax, "load (parallel tcpreplay processes)", ylabel, f"{trace_label(trace)}, rate {rate}")
     hide_unused(axes, len(panels))
@@ -57,29 +59,31 @@ def vs_load_figure(rows: Sequence[dict[str, Any]], colors: dict[str, str], *, ke
     return fig
 
 
-def overhead_figure(over: Sequence[dict[str, Any]], colors: dict[str, str], baseline: str) -> Figure | None:
+def overhead_figure(over: Sequence[Overhead], colors: dict[str, str], baseline: str) -> Figure | None:
     """Grouped bars: per load, one bar per contender setup; whiskers = 95% bootstrap CI."""
     if not over:
         return None
     fig, axes = new_figure(2, 2, f"Overhead of each setup vs {baseline} (difference of medians, 95% CI)")
     flat = [a for r in axes for a in r]
-    keys = sorted({(str(o["setup"]), variant(o)) for o in over})
-    loads = sorted({int(o["replayers"]) for o in over})
+    keys = sorted({(o.setup, variant(o.contender)) for o in over})
+    loads = sorted({o.contender.replayers for o in over})
     width = 0.8 / max(len(keys), 1)
     for ax, (metric, ylabel, scale, pct) in zip(flat, OVERHEAD_PANELS):
         for i, (setup, var) in enumerate(keys):
-            xs, ys, errs = [], [], [[], []]
+            xs: list[float] = []
+            ys: list[float] = []
+            errs: list[list[float]] = [[], []]
             for o in over:
-                if (str(o["setup"]), variant(o)) != (setup, var):
+                if (o.setup, variant(o.contender)) != (setup, var):
                     continue
-                m = o[metric]
-                value, ci = (m["pct"], m["pct_ci"]) if pct else (m["diff"], m["diff_ci"])
+                m = o.metrics[metric]
+                value, ci = (m.pct, m.pct_ci) if pct else (m.diff, m.diff_ci)
                 if value is None:
                     continue
                 v = value if pct else value / scale
                 lo, hi = (ci if ci else (value, value))
                 lo, hi = (lo, hi) if pct else (lo / scale, hi / scale)
-                xs.append(loads.index(int(o["replayers"])) + (i - (len(keys) - 1) / 2) * width)
+                xs.append(loads.index(o.contender.replayers) + (i - (len(keys) - 1) / 2) * width)
                 ys.append(v)
                 errs[0].append(max(v - lo, 0))
                 errs[1].append(max(hi - v, 0))
@@ -96,21 +100,19 @@ def overhead_figure(over: Sequence[dict[str, Any]], colors: dict[str, str], base
 def per_second_profile(campaign: Campaign, trace: str) -> tuple[np.ndarray, np.ndarray] | None:
     """(seconds, packets per second) of a trace from any sample's summary `trace.per_second`."""
     for s in campaign.samples:
-        if (s.summary.get("case") or {}).get("trace") != trace:
+        if s.summary.case.trace != trace:
             continue
-        points = (s.summary.get("trace") or {}).get("per_second") or []
+        points = s.summary.trace.per_second
         if points:
-            t = [float(p.get("t", p.get("second", i))) for i, p in enumerate(points)]
-            n = [float(p.get("packets", p.get("pkts", 0)) or 0) for p in points]
-            return np.array(t), np.array(n)
+            return np.array([p.t for p in points]), np.array([float(p.packets) for p in points])
     return None
 
 
-def throughput_figure(campaign: Campaign, rows: Sequence[dict[str, Any]]) -> Figure | None:
+def throughput_figure(campaign: Campaign, rows: Sequence[CaseResult]) -> Figure | None:
     """Packets per second the sender sends at each load: trace profile × replayers (recorded rate)."""
-    traces = sorted({str(r["trace"]) for r in rows})
-    profiles = {t: per_second_profile(campaign, t) for t in traces}
-    profiles = {t: p for t, p in profiles.items() if p is not None}
+    traces = sorted({r.params.trace for r in rows})
+    found = {t: per_second_profile(campaign, t) for t in traces}
+    profiles = {t: p for t, p in found.items() if p is not None}
     if not profiles:
         return None
     nrows, ncols = grid(len(profiles), 2)
@@ -118,11 +120,11 @@ def throughput_figure(campaign: Campaign, rows: Sequence[dict[str, Any]]) -> Fig
     flat = [a for r in axes for a in r]
     shades = ("#444444", "#777777", "#999999", "#bbbbbb")
     for ax, (trace, (t, n)) in zip(flat, profiles.items()):
-        loads = sorted({int(r["replayers"]) for r in rows if r["trace"] == trace})
+        loads = sorted({r.params.replayers for r in rows if r.params.trace == trace})
         for i, load in enumerate(loads):
             ax.step(t, n * load, where="post", color=shades[i % len(shades)],
                     linestyle=LINESTYLES[i % len(LINESTYLES)], label=f"{load}X load")
-        rates = sorted({str(r["rate"]) for r in rows if r["trace"] == trace})
+        rates = sorted({r.params.rate for r in rows if r.params.trace == trace})
         note = "" if rates == ["recorded"] else f"\n(profile at the recorded rate; replayed at {', '.join(rates)})"
         finish_axes(ax, "time in the trace (s)", "packets per second sent", trace_label(trace) + note)
     hide_unused(axes, len(profiles))

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from idsbench.analysis import Campaign, aligned
-from idsbench.report.style import (LINESTYLES, finish_axes, grid, hide_unused, legend_once, new_figure,
-                                   panel_key, panel_title, variant)
+from idsbench.analysis.series import aligned
+from idsbench.report.style import (
+    LINESTYLES,
+    PanelKey,
+    finish_axes,
+    grid,
+    hide_unused,
+    legend_once,
+    new_figure,
+    panel_key,
+    panel_title,
+    variant,
+)
+from idsbench.store.reader import Campaign
+from idsbench.store.schema import CaseResult
 
 XLABEL = "time since replay start (s)"
 CUMULATIVE = (("captured_pkts", "captured packets", 1.0),
@@ -18,30 +30,30 @@ CUMULATIVE = (("captured_pkts", "captured packets", 1.0),
               ("decoded_bytes", "decoded KiB", 1024.0))
 
 
-def _panels(rows: Sequence[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
-    out: dict[tuple, list[dict[str, Any]]] = {}
+def _panels(rows: Sequence[CaseResult]) -> dict[PanelKey, list[CaseResult]]:
+    out: dict[PanelKey, list[CaseResult]] = {}
     for row in sorted(rows, key=panel_key):
         out.setdefault(panel_key(row), []).append(row)
     return out
 
 
-def _label(row: dict[str, Any], rows: Sequence[dict[str, Any]]) -> str:
-    variants = {variant(r) for r in rows}
-    return f"{row['setup']} ({variant(row)})" if len(variants) > 1 else str(row["setup"])
+def _label(row: CaseResult, rows: Sequence[CaseResult]) -> str:
+    variants = {variant(r.params) for r in rows}
+    return f"{row.params.setup} ({variant(row.params)})" if len(variants) > 1 else row.params.setup
 
 
-def _style(row: dict[str, Any], rows: Sequence[dict[str, Any]]) -> str:
-    variants = sorted({variant(r) for r in rows})
-    return LINESTYLES[variants.index(variant(row)) % len(LINESTYLES)]
+def _style(row: CaseResult, rows: Sequence[CaseResult]) -> str:
+    variants = sorted({variant(r.params) for r in rows})
+    return LINESTYLES[variants.index(variant(row.params)) % len(LINESTYLES)]
 
 
-def _plot_case(ax: Axes, campaign: Campaign, row: dict[str, Any], rows: Sequence[dict[str, Any]],
+def _plot_case(ax: Axes, campaign: Campaign, row: CaseResult, rows: Sequence[CaseResult],
                colors: dict[str, str], source: str, column: str, scale: float,
                per_second: bool = False) -> bool:
-    frame = aligned(campaign, row["case"], source, column, per_second=per_second)
+    frame = aligned(campaign, row.case, source, column, per_second=per_second)
     if frame.empty:
         return False
-    color = colors[row["setup"]]
+    color = colors[row.params.setup]
     ax.plot(frame["t_s"], frame["median"] / scale, color=color, linestyle=_style(row, rows),
             linewidth=1.6, label=_label(row, rows))
     ax.fill_between(frame["t_s"], frame["lo"] / scale, frame["hi"] / scale, color=color, alpha=0.18,
@@ -49,7 +61,7 @@ def _plot_case(ax: Axes, campaign: Campaign, row: dict[str, Any], rows: Sequence
     return True
 
 
-def time_figure(campaign: Campaign, rows: Sequence[dict[str, Any]], colors: dict[str, str], *,
+def time_figure(campaign: Campaign, rows: Sequence[CaseResult], colors: dict[str, str], *,
                 source: str, column: str, title: str, ylabel: str, scale: float = 1.0,
                 per_second: bool = False) -> Figure | None:
     """One panel per (trace, rate, load), one line per case coloured by setup. None if no data."""
@@ -70,7 +82,7 @@ def time_figure(campaign: Campaign, rows: Sequence[dict[str, Any]], colors: dict
     return fig if plotted else None
 
 
-def cumulative_figure(campaign: Campaign, rows: Sequence[dict[str, Any]],
+def cumulative_figure(campaign: Campaign, rows: Sequence[CaseResult],
                       colors: dict[str, str]) -> Figure | None:
     """Rows: captured, dropped, decoded packets and KiB decoded; columns: (trace, rate, load)."""
     panels = _panels(rows)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from idsbench.store.schema import CaseResult
+
 MIB = 1024 * 1024
 
 
@@ -20,12 +22,17 @@ def number(value: Any, digits: int = 1) -> str:
     return f"{v:.{digits}f}"
 
 
-def median_and_ci(row: dict[str, Any], key: str, scale: float = 1.0, digits: int = 1) -> tuple[str, str]:
-    """('median', '[lo–hi]') with one number format for all three; '' when the CI shows as a point."""
-    value = row.get(key)
+def median_and_ci(row: CaseResult, key: str, scale: float = 1.0, digits: int = 1) -> tuple[str, str]:
+    """('median', '[lo–hi]') of a case's metric `key`."""
+    return value_and_ci(row.medians.get(key), row.cis.get(key), scale, digits)
+
+
+def value_and_ci(value: float | None, ci: tuple[float, float] | None, scale: float = 1.0,
+                 digits: int = 1) -> tuple[str, str]:
+    """('value', '[lo–hi]') with one number format for all three; '' when the CI shows as a point."""
     if value is None:
         return "–", ""
-    ci = row.get(f"{key}_ci") or [value, value]
+    ci = ci or (value, value)
     scaled = [float(v) / scale for v in (value, *ci)]
     if all(v.is_integer() for v in scaled):
         text = [f"{int(v):,}" for v in scaled]
@@ -34,7 +41,7 @@ def median_and_ci(row: dict[str, Any], key: str, scale: float = 1.0, digits: int
     return text[0], ("" if text[1] == text[2] else f"[{text[1]}–{text[2]}]")
 
 
-def with_ci(row: dict[str, Any], key: str, scale: float = 1.0, digits: int = 1) -> str:
+def with_ci(row: CaseResult, key: str, scale: float = 1.0, digits: int = 1) -> str:
     """'median [lo–hi]' (the CI is omitted when it shows as a single point)."""
     value, ci = median_and_ci(row, key, scale, digits)
     return f"{value} {ci}" if ci else value
@@ -55,5 +62,5 @@ COLUMNS: tuple[tuple[str, str, float, int], ...] = (
 )
 
 
-def load_label(row: dict[str, Any]) -> str:
-    return f"{row.get('replayers')}X"
+def load_label(row: CaseResult) -> str:
+    return f"{row.params.replayers}X"

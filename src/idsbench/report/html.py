@@ -10,15 +10,26 @@ from typing import Any
 import jinja2
 
 from idsbench import __version__
-from idsbench.analysis import OVERHEAD_METRICS, Campaign, case_table, load_campaign, overhead
-from idsbench.analysis.stats import ci_coverage
+from idsbench.analysis import case_table, overhead
+from idsbench.analysis.overhead import Overhead
+from idsbench.analysis.profile import case_profile
+from idsbench.errors import InputError
 from idsbench.plan import trace_label
+from idsbench.probe.diff import load as load_probe
+from idsbench.probe.render import facts
+from idsbench.probe.warnings import warnings as probe_warnings
+from idsbench.profile.perf import RECORD_EVENT
 from idsbench.report import tables
+from idsbench.report.ab import ab_section
+from idsbench.report.engines import engine_section
 from idsbench.report.figures import build_figures
-from idsbench.report.fmt import COLUMNS, MIB, load_label, median_and_ci, number
+from idsbench.report.fmt import COLUMNS, MIB, load_label, median_and_ci, number, value_and_ci
 from idsbench.report.style import setup_colors, variant
+from idsbench.store.layout import COUNTERS_FILE, EVE_FILE, MONITOR_FILE, PROBE_FILE, REPORT_FILE, SUMMARY_FILE
+from idsbench.store.reader import Campaign, load_campaign
+from idsbench.store.schema import CaseResult, SearchResult
 
-RAW_FILES = ("summary.json", "counters.csv", "monitor.csv", "eve.json", "suricata.log", "suricata.yaml")
+RAW_FILES = (SUMMARY_FILE, COUNTERS_FILE, MONITOR_FILE, EVE_FILE, "suricata.log", "suricata.yaml")
 OVERHEAD_COLUMNS = (("extra host CPU (pp)", "host_cpu_pct", 1.0, 1, False),
                     ("extra sensor CPU (pp)", "sensor_cpu_pct", 1.0, 1, False),
                     ("extra memory (MiB)", "sensor_rss_peak_bytes", MIB, 1, False),
@@ -35,80 +46,148 @@ def write_report(campaign_dir: Path | str, *, baseline: str = "baremetal",
     (root / "tables").mkdir(exist_ok=True)
     (root / "tables" / "cases.json").write_text(tables.to_json(rows))
     (root / "tables" / "cases.csv").write_text(tables.to_csv(rows))
-    colors = setup_colors([str(r["setup"]) for r in rows])
+    colors = setup_colors([r.params.setup for r in rows])
     over = overhead(campaign, baseline)
     figs = build_figures(campaign, rows, colors, root / "figures", baseline=baseline, overhead_rows=over)
+    profiles = [v for r in rows if (v := _profile_view(campaign, r)) is not None]
     env = jinja2.Environment(loader=jinja2.PackageLoader("idsbench.report", "templates"),
                              autoescape=True, undefined=jinja2.StrictUndefined)
     html = env.get_template("report.html.j2").render(
         c=_meta(campaign), generated=time.strftime("%Y-%m-%d %H:%M:%S"), version=__version__,
         coverage_note=_coverage_note(rows), colors=colors,
         column_titles=[t for t, *_ in COLUMNS], rows=[_row_view(r) for r in rows],
-        warnings=[*campaign.warnings, *(w for r in rows for w in r["warnings"])],
+        warnings=[*campaign.warnings, *(w for r in rows for w in r.warnings)],
         cv_threshold=f"{cv_threshold:.0%}",
         figures=[{"name": f.name, "title": f.title, "caption": f.caption, "uri": f.data_uri()}
                  for f in figs.files],
-        notes=figs.notes, baseline=baseline,
+        notes=figs.notes, baseline=baseline, engines=engine_section(campaign, rows),
         overhead=[_overhead_view(o) for o in over], overhead_titles=[t for t, *_ in OVERHEAD_COLUMNS],
         overhead_note=(f"No overhead table: the campaign has no {baseline} cases, or no other setup with "
                        f"matching trace, rate, load and limits."),
-        environment=_environment(campaign), spec_json=json.dumps(
-            {k: campaign.doc.get(k) for k in ("spec", "inputs", "cases")}, indent=2, default=str),
+        environment=_environment(campaign), host=_host(campaign.root), spec_json=json.dumps(
+            campaign.doc.model_dump(mode="json", include={"spec", "inputs", "cases"}), indent=2, default=str),
         raw=_raw(campaign),
+        searches=[_search_view(campaign, r) for r in campaign.searches.values()],
+        waterfall_titles=[t for t, _ in WATERFALL_COLUMNS],
+        waterfall=[_waterfall_view(campaign, r) for r in rows if r.samples],
+        profiles=profiles, profile_event=RECORD_EVENT, ab=ab_section(campaign, rows),
     )
-    out = root / "report.html"
+    out = root / REPORT_FILE
     out.write_text(html)
     return out
 
 
 def _meta(campaign: Campaign) -> dict[str, Any]:
-    created = campaign.doc.get("created_unix")
-    return {"name": campaign.name, "description": campaign.spec.get("description") or "",
+    created = campaign.doc.created_unix
+    spec = campaign.doc.spec
+    return {"name": campaign.name, "description": spec.get("description") or "",
             "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(created)) if created else "unknown",
-            "root": str(campaign.root.resolve()), "samples": campaign.spec.get("samples", "?"),
+            "root": str(campaign.root.resolve()), "samples": spec.get("samples", "?"),
             "interval": f"{campaign.stats_interval_s:g}"}
 
 
-def _coverage_note(rows: list[dict[str, Any]]) -> str:
-    counts = sorted({int(r["samples"]) for r in rows if r["samples"]})
-    return ", ".join(f"{n} samples: {ci_coverage(n):.1%}" for n in counts) or "no samples"
+WATERFALL_COLUMNS = (("sent", "sent_pkts"), ("sender loss", "loss_sender_pkts"), ("wire loss", "loss_wire_pkts"),
+                     ("NIC drops", "loss_nic_pkts"), ("softnet drops", "loss_softnet_pkts"),
+                     ("capture drops", "loss_capture_pkts"), ("unprocessed", "unprocessed_pkts"),
+                     ("decoded", "decoded_pkts"), ("unaccounted", "unaccounted_pkts"))
 
 
-def _row_view(row: dict[str, Any]) -> dict[str, Any]:
-    return {"setup": row["setup"], "variant": variant(row), "trace": trace_label(str(row["trace"])),
-            "trace_ref": row["trace"], "rate": row["rate"],
-            "load": load_label(row), "samples": row["samples"], "status": row["status"],
-            "labels": ", ".join(row["labels"]),
+def _waterfall_view(campaign: Campaign, row: CaseResult) -> dict[str, Any]:
+    invisible = sorted({p for s in campaign.samples_of(row.case) for p in s.summary.invisible})
+    degraded = row.extra.get("degraded_sensor") or {}
+    return {"case": f"{row.params.setup} {load_label(row)} {row.params.rate}",
+            "cells": [number(row.medians.get(key), 0) for _, key in WATERFALL_COLUMNS],
+            "invisible": ", ".join(invisible) or "–",
+            "degraded": ", ".join(f"{k} {number(v, 0)}" for k, v in degraded.items()) or "–"}
+
+
+def _search_view(campaign: Campaign, result: SearchResult) -> dict[str, Any]:
+    try:
+        p = campaign.case(result.case_id).params
+        case = f"{p.setup} {trace_label(p.trace)} {p.replayers}X"
+    except KeyError:
+        case = result.case_id
+    results = []
+    for r in result.results:
+        value = "none" if r.value is None else f"{number(r.value, 2)} {result.unit}"
+        if r.lower_bound:
+            value = f"≥ {value} (sender-limited)"
+        mbps = number(r.value_pps * result.avg_frame_bytes * 8 / 1e6, 1) if r.value_pps and result.avg_frame_bytes \
+            and result.axis != "cpus" else "–"
+        results.append({"tolerance": f"{r.tolerance:g}", "value": value, "mbps": mbps,
+                        "bracket": f"[{number(r.bracket[0], 2)}, {number(r.bracket[1], 2)}]" if r.bracket else "–",
+                        "verified": {True: "yes", False: "no", None: "–"}[r.verified]})
+    return {"case": case, "axis": result.axis, "results": results, "mode": result.mode,
+            "trials": f"{len(result.trials)} + {len(result.verification)}",
+            "ceiling": number(result.sender_ceiling_pps, 0), "notes": "; ".join(result.notes) or "–"}
+
+
+def _profile_view(campaign: Campaign, row: CaseResult) -> dict[str, Any] | None:
+    prof = case_profile(campaign, row.case)
+    if prof is None:
+        return None
+    ratios = [f"{name.replace('_', ' ')} {number(value, 3)}" for name, value in prof.ratios.items() if value is not None]
+    if prof.unsupported:
+        ratios.append(f"not counted on this host: {', '.join(prof.unsupported)}")
+    return {"title": f"{row.params.setup} {load_label(row)} {row.params.rate} ({prof.samples} samples, "
+                     f"{prof.recorded} recorded)", "view": prof.view,
+            "functions": [{"pct": number(f.self_pct, 2), "symbol": f.symbol, "dso": f.dso} for f in prof.functions],
+            "threads": [{"name": t.name, "role": t.role, "pct": number(t.cpu_pct, 2)} for t in prof.threads],
+            "worker_share": "–" if prof.worker_cpu_share is None else f"{prof.worker_cpu_share:.0%}",
+            "ratios": "; ".join(ratios), "notes": list(prof.notes)}
+
+
+def _coverage_note(rows: list[CaseResult]) -> str:
+    levels = sorted({(r.samples, r.ci_level) for r in rows if r.samples})
+    return ", ".join(f"{n} samples: {level:.1%}" for n, level in levels) or "no samples"
+
+
+def _row_view(row: CaseResult) -> dict[str, Any]:
+    """What the template shows of one case (strings, ready to print)."""
+    p = row.params
+    status = row.status if len(row.status_counts) <= 1 else \
+        f"{row.status} ({', '.join(f'{n} {k}' for k, n in row.status_counts.items())})"
+    return {"setup": p.setup, "variant": variant(p), "trace": trace_label(p.trace),
+            "trace_ref": p.trace, "rate": p.rate, "load": load_label(row), "samples": row.samples,
+            "ci_level": f"{row.ci_level:.0%}" if row.samples else "–", "status": status,
+            "labels": ", ".join(row.labels),
             "cells": [median_and_ci(row, key, scale, digits) for _, key, scale, digits in COLUMNS]}
 
 
-def _overhead_view(o: dict[str, Any]) -> dict[str, Any]:
+def _overhead_view(o: Overhead) -> dict[str, Any]:
     cells = []
     for _, key, scale, digits, pct_only in OVERHEAD_COLUMNS:
-        m = o[key]
+        m = o.metrics[key]
         if pct_only:
-            cells.append(_ci_text(m["pct"], m["pct_ci"], 1.0, digits))
+            cells.append(value_and_ci(m.pct, m.pct_ci, 1.0, digits))
         else:
-            value, ci = _ci_text(m["diff"], m["diff_ci"], scale, digits)
-            pct = f" ({number(m['pct'], 1)}%)" if m["pct"] is not None else ""
+            value, ci = value_and_ci(m.diff, m.diff_ci, scale, digits)
+            pct = f" ({number(m.pct, 1)}%)" if m.pct is not None else ""
             cells.append((value + pct, ci))
-    return {"setup": o["setup"], "trace": trace_label(str(o["trace"])), "rate": o["rate"], "load": f"{o['replayers']}X",
-            "cells": cells}
-
-
-def _ci_text(value: float | None, ci: list[float] | None, scale: float, digits: int) -> tuple[str, str]:
-    return median_and_ci({"v": value, "v_ci": ci}, "v", scale, digits)
+    return {"setup": o.setup, "trace": trace_label(o.contender.trace), "rate": o.contender.rate,
+            "load": f"{o.contender.replayers}X", "cells": cells}
 
 
 def _environment(campaign: Campaign) -> list[tuple[str, str]]:
     out = []
-    for key, value in campaign.environment.items():
+    for key, value in campaign.doc.environment.items():
         if isinstance(value, dict):
             value = value.get("version") or json.dumps(value, default=str)[:300]
         if key == "mem_total_bytes" and isinstance(value, (int, float)):
             value = f"{value / 2**30:.1f} GiB"
         out.append((key, str(value)))
     return out
+
+
+def _host(root: Path) -> dict[str, Any] | None:
+    """The campaign's host probe (probe.json) as table rows, with its trap warnings."""
+    if not (root / PROBE_FILE).is_file():
+        return None
+    try:
+        probe = load_probe(root)
+    except InputError as exc:
+        return {"rows": [], "warnings": [f"{PROBE_FILE} is unreadable: {exc}"], "notes": []}
+    return {"rows": facts(probe), "warnings": probe_warnings(probe), "notes": probe.notes}
 
 
 def _raw(campaign: Campaign) -> list[dict[str, Any]]:

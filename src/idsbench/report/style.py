@@ -8,15 +8,17 @@ from __future__ import annotations
 import base64
 import io
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from idsbench.plan import trace_label
+from idsbench.store.schema import CaseParams, CaseResult
 
 # Fixed colours for the known setups (same in every figure and every report); others get the rest.
 SETUP_COLORS = {"baremetal": "#1f77b4", "container": "#ff7f0e", "container-vtap": "#2ca02c",
@@ -33,12 +35,15 @@ def setup_colors(setups: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def panel_key(row: dict[str, Any]) -> tuple:
+PanelKey = tuple[str, str, int]
+
+
+def panel_key(row: CaseResult) -> PanelKey:
     """Cases that share a panel: same trace, rate and load; they differ by setup (and limits)."""
-    return (str(row.get("trace")), str(row.get("rate")), int(row.get("replayers") or 0))
+    return (row.params.trace, row.params.rate, row.params.replayers)
 
 
-def panel_title(key: tuple, multi_trace: bool, multi_rate: bool) -> str:
+def panel_title(key: PanelKey, multi_trace: bool, multi_rate: bool) -> str:
     trace, rate, load = key
     parts = [f"{load}X load"]
     if multi_rate or rate != "recorded":
@@ -48,13 +53,18 @@ def panel_title(key: tuple, multi_trace: bool, multi_rate: bool) -> str:
     return ", ".join(parts)
 
 
-def variant(row: dict[str, Any]) -> str:
-    """The limits part of a case label (CPU and memory limits)."""
+def variant(params: CaseParams) -> str:
+    """The limits part of a case label (CPU and memory limits; the engine when not Suricata, the
+    config overlay when not the default)."""
     bits = []
-    if row.get("cpus") is not None:
-        bits.append(f"{row['cpus']:g} CPU")
-    if row.get("memory") is not None:
-        bits.append(f"{row['memory']} mem")
+    if params.engine != "suricata":
+        bits.append(params.engine)
+    if params.config != "default":
+        bits.append(Path(params.config).stem)
+    if params.cpus is not None:
+        bits.append(f"{params.cpus:g} CPU")
+    if params.memory is not None:
+        bits.append(f"{params.memory} mem")
     return ", ".join(bits)
 
 

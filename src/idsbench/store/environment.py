@@ -14,10 +14,13 @@ from idsbench import __version__
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    """sha256 of a file read in chunks into one reused buffer (hashlib releases the GIL)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            digest.update(block)
+    buf = bytearray(chunk)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as fh:
+        while n := fh.readinto(buf):
+            digest.update(view[:n])
     return digest.hexdigest()
 
 
@@ -67,7 +70,7 @@ def tcpreplay_version() -> str:
     return match.group(1) if match else "unknown"
 
 
-def fingerprint() -> dict:
+def fingerprint() -> dict[str, object]:
     return {
         "hostname": platform.node(),
         "cpu_model": _cpu_model(),

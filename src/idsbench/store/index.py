@@ -1,10 +1,11 @@
 """The result store: `ROOT/index.duckdb` over every campaign under a results root.
 
-Tables `campaigns`, `cases` (analysis.case_table rows + case parameters), `samples` (one row per
+Tables `campaigns`, `cases` (CaseResult rows + case parameters), `samples` (one row per
 sample, incomplete ones with their reason); views `counters` and `monitor` over the per-campaign
 Parquet series (`<campaign>/series/*.parquet`). Indexing reads summary.json, counters.csv and
 monitor.csv only, never eve.json (except for a sample whose summary has no counters). A campaign
-is re-indexed only when its digest (names, sizes, mtimes of those files) changed.
+is re-indexed only when its digest (names, sizes, mtimes of those files) changed. The analysis is
+passed in (`analyse`, see analysis.publish): the store depends on the results schema only.
 See docs/architecture.md, "Result store".
 """
 
@@ -12,21 +13,33 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from idsbench.analysis import case_table, load_campaign
-from idsbench.analysis.load import CAMPAIGN_FILE
 from idsbench.errors import InputError, SpecError
-from idsbench.store.index_rows import (CAMPAIGN_COLUMNS, CASE_COLUMNS, SAMPLE_COLUMNS, SCHEMA_VERSION,
-                                       campaign_digest, campaign_row, case_rows, sample_rows)
 from idsbench.store.index_paths import DEFAULT_ROOT, INDEX_FILE, index_file
-from idsbench.store.index_series import SERIES_DIR, write_series
+from idsbench.store.index_rows import (
+    CAMPAIGN_COLUMNS,
+    CASE_COLUMNS,
+    SAMPLE_COLUMNS,
+    SCHEMA_VERSION,
+    AnalysedCampaign,
+    campaign_digest,
+    campaign_row,
+    case_rows,
+    sample_rows,
+)
+from idsbench.store.index_series import write_series
+from idsbench.store.layout import CAMPAIGN_FILE, SERIES_DIR
+from idsbench.store.reader import Campaign, load_campaign
+
+Analyse = Callable[[Campaign], AnalysedCampaign]
 
 __all__ = ["DEFAULT_ROOT", "INDEX_FILE", "IndexResult", "connect", "find_campaigns", "index_campaign",
            "index_file", "index_root", "refresh_views"]
@@ -138,7 +151,7 @@ def find_campaigns(root: Path) -> list[Path]:
     return sorted(found)
 
 
-def index_campaign(campaign_dir: Path | str, root: Path | str | None = None, *,
+def index_campaign(campaign_dir: Path | str, analyse: Analyse, root: Path | str | None = None, *,
                    force: bool = False) -> IndexResult:
     """(Re)index one campaign into ROOT/index.duckdb; ROOT defaults to the campaign's parent.
 
@@ -148,12 +161,12 @@ def index_campaign(campaign_dir: Path | str, root: Path | str | None = None, *,
     root_dir = Path(root) if root is not None else campaign_dir.resolve().parent
     cid = campaign_id_of(campaign_dir, root_dir)
     with connect(root_dir) as con:
-        result = _index_one(con, campaign_dir, cid, force)
+        result = _index_one(con, campaign_dir, cid, force, analyse)
         refresh_views(con, root_dir)
     return result
 
 
-def index_root(root: Path | str = DEFAULT_ROOT, *, force: bool = False) -> list[IndexResult]:
+def index_root(analyse: Analyse, root: Path | str = DEFAULT_ROOT, *, force: bool = False) -> list[IndexResult]:
     """Index every campaign under root incrementally; drop campaigns whose directory is gone.
 
     A campaign that cannot be read is reported as `failed` (with the reason) and the others go on."""
@@ -168,7 +181,7 @@ def index_root(root: Path | str = DEFAULT_ROOT, *, force: bool = False) -> list[
             cid = campaign_id_of(campaign_dir, root)
             seen.add(cid)
             try:
-                results.append(_index_one(con, campaign_dir, cid, force))
+                results.append(_index_one(con, campaign_dir, cid, force, analyse))
             except InputError as exc:
                 results.append(IndexResult(cid, campaign_dir, "failed", warnings=(str(exc),)))
         for (cid,) in con.execute("SELECT campaign_id FROM campaigns ORDER BY campaign_id").fetchall():
@@ -179,18 +192,19 @@ def index_root(root: Path | str = DEFAULT_ROOT, *, force: bool = False) -> list[
     return results
 
 
-def _index_one(con: duckdb.DuckDBPyConnection, campaign_dir: Path, cid: str, force: bool) -> IndexResult:
+def _index_one(con: duckdb.DuckDBPyConnection, campaign_dir: Path, cid: str, force: bool,
+               analyse: Analyse) -> IndexResult:
     digest = campaign_digest(campaign_dir)
     row = con.execute("SELECT digest, n_cases, n_samples, n_incomplete FROM campaigns WHERE campaign_id = ?",
                       [cid]).fetchone()
     if row and row[0] == digest and not force:
         return IndexResult(cid, campaign_dir, "unchanged", row[1], row[2], row[3])
     campaign = load_campaign(campaign_dir)
-    table = case_table(campaign)
+    analysed = analyse(campaign)
     series = write_series(campaign, cid)
     rel = {k: f"{cid}/{SERIES_DIR}/{p.name}" if p else None for k, p in series.items()}
     record = campaign_row(campaign, cid, cid, digest, rel, time.time())
-    cases, samples = case_rows(campaign, cid, table), sample_rows(campaign, cid)
+    cases, samples = case_rows(analysed, cid), sample_rows(analysed, cid)
     con.begin()
     try:
         _delete(con, cid)

@@ -3,15 +3,14 @@ and the stored time series."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import pandas as pd
 
 from idsbench.errors import SpecError
 from idsbench.store.index import connect
+from idsbench.store.schema import CaseResult
 
 HIDDEN = ("row", "ordinal")  # storage columns, not for filters
 EXAMPLE = "--where \"setup='container' and replayers=4\""
@@ -42,9 +41,8 @@ def check_where(con: duckdb.DuckDBPyConnection, where: str) -> None:
                         fix=fix) from exc
 
 
-def query_cases(root: Path | str, where: str | None = None) -> list[dict[str, Any]]:
-    """Case rows (exactly analysis.case_table's dicts, plus `campaign`: the campaign id) of every
-    indexed campaign matching `where`, in campaign then plan order."""
+def query_cases(root: Path | str, where: str | None = None) -> list[tuple[str, CaseResult]]:
+    """(campaign id, case result) of every indexed case matching `where`, in campaign then plan order."""
     with connect(root, read_only=True) as con:
         sql = "SELECT c.campaign_id, c.row FROM cases c JOIN campaigns k USING (campaign_id)"
         if where is not None:
@@ -57,7 +55,7 @@ def query_cases(root: Path | str, where: str | None = None) -> list[dict[str, An
         except duckdb.Error as exc:  # e.g. a cast that only fails on some rows
             raise SpecError(f"--where {where!r} failed on the stored cases ({str(exc).splitlines()[0]}).",
                             fix=f"compare columns with values of their type ({EXAMPLE}).") from exc
-    return [{"campaign": cid, **json.loads(row)} for cid, row in rows]
+    return [(cid, CaseResult.model_validate_json(row)) for cid, row in rows]
 
 
 def resolve_campaign(con: duckdb.DuckDBPyConnection, ref: str) -> tuple[str, str]:
@@ -78,12 +76,12 @@ def resolve_campaign(con: duckdb.DuckDBPyConnection, ref: str) -> tuple[str, str
                     fix="give a campaign directory, an id listed by `idsbench index`, or --root DIR.")
 
 
-def campaign_cases(root: Path | str, ref: str) -> tuple[str, list[dict[str, Any]]]:
-    """(campaign id, its case_table rows as stored) for a campaign id or unique name."""
+def campaign_cases(root: Path | str, ref: str) -> tuple[str, list[CaseResult]]:
+    """(campaign id, its case results as stored) for a campaign id or unique name."""
     with connect(root, read_only=True) as con:
         cid, _ = resolve_campaign(con, ref)
         rows = con.execute("SELECT row FROM cases WHERE campaign_id = ? ORDER BY ordinal", [cid]).fetchall()
-    return cid, [json.loads(r[0]) for r in rows]
+    return cid, [CaseResult.model_validate_json(r[0]) for r in rows]
 
 
 def series(root: Path | str, source: str, campaign_id: str, case: str | None = None) -> pd.DataFrame:

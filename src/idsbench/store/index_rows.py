@@ -8,15 +8,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from idsbench.analysis.cases import METRICS, sample_metrics
-from idsbench.analysis.load import SUMMARY_FILE, Campaign, SampleRecord
+from idsbench.store.layout import CAMPAIGN_FILE, CASES_DIR, COUNTERS_FILE, MONITOR_FILE, SUMMARY_FILE
+from idsbench.store.reader import Campaign
+from idsbench.store.schema import CASE_METRICS, CaseResult, SampleSummary
 
-SCHEMA_VERSION = "1"
-SERIES_FILES = ("summary.json", "counters.csv", "monitor.csv")  # what the digest watches (not eve.json)
-SAMPLE_FIGURES = (*METRICS, "decode_ratio")
+SCHEMA_VERSION = "3"  # 3: every case metric (sender, loss waterfall, recall) is a column
+SERIES_FILES = (SUMMARY_FILE, COUNTERS_FILE, MONITOR_FILE)  # what the digest watches (not eve.json)
+# Stored as columns: the case medians (and their CIs) of CASE_METRICS, and the per-sample figures.
+SAMPLE_FIGURES = (*CASE_METRICS, "decode_ratio")
 MAX_FLAT_LIST = 64  # longer lists (e.g. trace.per_second) stay in the `summary` JSON only
 
 CAMPAIGN_COLUMNS: dict[str, str] = {
@@ -29,13 +33,13 @@ CAMPAIGN_COLUMNS: dict[str, str] = {
 }
 CASE_COLUMNS: dict[str, str] = {
     "campaign_id": "VARCHAR", "campaign": "VARCHAR", "ordinal": "INTEGER", "case": "VARCHAR",
-    "setup": "VARCHAR",
+    "setup": "VARCHAR", "engine": "VARCHAR", "sender": "VARCHAR",
     "trace": "VARCHAR", "replayers": "INTEGER", "rate": "VARCHAR", "loops": "INTEGER", "cpus": "DOUBLE",
     "memory": "VARCHAR", "flow_mode": "VARCHAR", "duration_s": "DOUBLE", "samples": "INTEGER",
-    **{m: "DOUBLE" for m in METRICS},
-    **{f"{m}_ci_{end}": "DOUBLE" for m in METRICS for end in ("lo", "hi")},
+    **{m: "DOUBLE" for m in CASE_METRICS},
+    **{f"{m}_ci_{end}": "DOUBLE" for m in CASE_METRICS for end in ("lo", "hi")},
     "status": "VARCHAR", "labels": "VARCHAR[]", "samples_failed": "INTEGER",
-    "samples_incomplete": "INTEGER", "warnings": "VARCHAR[]", "row": "JSON",
+    "samples_incomplete": "INTEGER", "ci_level": "DOUBLE", "warnings": "VARCHAR[]", "row": "JSON",
 }
 SAMPLE_COLUMNS: dict[str, str] = {
     "campaign_id": "VARCHAR", "case": "VARCHAR", "sample": "INTEGER", "status": "VARCHAR",
@@ -51,8 +55,8 @@ def campaign_digest(root: Path) -> str:
 
     Keyed by name, size and mtime; eve.json is left out on purpose (it may be deleted after indexing)."""
     h = hashlib.sha256(SCHEMA_VERSION.encode())
-    _stat_into(h, root / "campaign.json", "campaign.json")
-    cases = root / "cases"
+    _stat_into(h, root / CAMPAIGN_FILE, CAMPAIGN_FILE)
+    cases = root / CASES_DIR
     for case in sorted(os.scandir(cases), key=lambda e: e.name) if cases.is_dir() else []:
         if not case.is_dir():
             continue
@@ -76,18 +80,27 @@ def environment_fingerprint(env: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(env, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class AnalysedCampaign:
+    """A campaign as read, with its analysis: what the index stores (built by analysis.publish)."""
+
+    campaign: Campaign
+    cases: tuple[CaseResult, ...]
+    sample_figures: Mapping[tuple[str, int], Mapping[str, float | None]]
+
+
 def campaign_row(campaign: Campaign, campaign_id: str, rel_path: str, digest: str,
                  series: dict[str, str | None], now: float) -> dict[str, Any]:
-    env = campaign.environment
+    env = campaign.doc.environment
     suricata = env.get("suricata") if isinstance(env.get("suricata"), dict) else {}
-    created = campaign.doc.get("created_unix")
+    created = campaign.doc.created_unix
     return {
         "campaign_id": campaign_id, "name": campaign.name, "path": rel_path,
         "created_unix": float(created) if created is not None else None,
         "created": float(created) if created is not None else None,  # made a TIMESTAMP (UTC) on insert
-        "spec": json.dumps(campaign.spec), "environment": json.dumps(env),
+        "spec": json.dumps(campaign.doc.spec), "environment": json.dumps(env),
         "fingerprint": environment_fingerprint(env), "hostname": env.get("hostname"),
-        "kernel": env.get("kernel"), "suricata_version": suricata.get("version"),
+        "kernel": env.get("kernel"), "suricata_version": (suricata or {}).get("version"),
         "n_cases": len(campaign.cases), "n_samples": len(campaign.samples),
         "n_incomplete": len(campaign.incomplete), "warnings": list(campaign.warnings),
         "counters_parquet": series.get("counters"), "monitor_parquet": series.get("monitor"),
@@ -95,55 +108,60 @@ def campaign_row(campaign: Campaign, campaign_id: str, rel_path: str, digest: st
     }
 
 
-def case_rows(campaign: Campaign, campaign_id: str, table: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Typed columns for WHERE clauses plus `row`: the exact case_table dict, returned as is."""
-    planned = {str(c.get("case_id")): c for c in campaign.doc.get("cases") or [] if isinstance(c, dict)}
+def case_rows(analysed: AnalysedCampaign, campaign_id: str) -> list[dict[str, Any]]:
+    """Typed columns for WHERE clauses plus `row`: the case's results-contract JSON object."""
     out = []
-    for ordinal, row in enumerate(table):
-        entry = planned.get(row["case"], {})
-        rec: dict[str, Any] = {"campaign_id": campaign_id, "campaign": campaign.name, "ordinal": ordinal}
-        for key in ("case", "setup", "trace", "replayers", "rate", "loops", "cpus", "memory", "samples",
-                    *METRICS, "status", "samples_failed", "samples_incomplete"):
-            rec[key] = row.get(key)
-        rec["flow_mode"] = entry.get("flows")
-        rec["duration_s"] = entry.get("duration_s")
-        for m in METRICS:
-            lo, hi = row.get(f"{m}_ci") or (None, None)
+    for ordinal, result in enumerate(analysed.cases):
+        p = result.params
+        rec: dict[str, Any] = {"campaign_id": campaign_id, "campaign": analysed.campaign.name,
+                               "ordinal": ordinal, "case": result.case, "setup": p.setup,
+                               "engine": p.engine, "sender": p.sender, "trace": p.trace,
+                               "replayers": p.replayers, "rate": p.rate, "loops": p.loops, "cpus": p.cpus,
+                               "memory": p.memory, "flow_mode": p.flows, "duration_s": p.duration_s,
+                               "samples": result.samples, "status": result.status,
+                               "samples_failed": result.samples_failed,
+                               "samples_incomplete": result.samples_incomplete, "ci_level": result.ci_level}
+        for m in CASE_METRICS:
+            rec[m] = result.medians.get(m)
+            lo, hi = result.cis.get(m) or (None, None)
             rec[f"{m}_ci_lo"], rec[f"{m}_ci_hi"] = lo, hi
-        rec["labels"] = [str(x) for x in row.get("labels") or []]
-        rec["warnings"] = [str(x) for x in row.get("warnings") or []]
-        rec["row"] = json.dumps(row)
+        rec["labels"] = list(result.labels)
+        rec["warnings"] = list(result.warnings)
+        rec["row"] = result.model_dump_json()
         out.append(rec)
     return out
 
 
-def sample_rows(campaign: Campaign, campaign_id: str) -> list[dict[str, Any]]:
+def sample_rows(analysed: AnalysedCampaign, campaign_id: str) -> list[dict[str, Any]]:
     """Every sample: complete ones (any status) and incomplete ones with their reason."""
+    campaign = analysed.campaign
     out = []
     for s in campaign.samples:
-        out.append(_sample_row(campaign, campaign_id, s.case_id, s.index, s.path, s.status, None, s.summary))
+        out.append(_sample_row(analysed, campaign_id, s.case_id, s.index, s.path, s.status, s.summary.reason,
+                               s.summary))
     for inc in campaign.incomplete:
-        summary = _read_summary(inc.path / SUMMARY_FILE)  # e.g. present, but eve.json was cut
-        out.append(_sample_row(campaign, campaign_id, inc.case_id, inc.index, inc.path, "incomplete",
-                               inc.reason, summary))
+        out.append(_sample_row(analysed, campaign_id, inc.case_id, inc.index, inc.path, "incomplete",
+                               inc.reason, inc.summary))
     return sorted(out, key=lambda r: (r["case"], r["sample"]))
 
 
-def _sample_row(campaign: Campaign, campaign_id: str, case_id: str, index: int, path: Path, status: str,
-                reason: str | None, summary: dict[str, Any] | None) -> dict[str, Any]:
+def _sample_row(analysed: AnalysedCampaign, campaign_id: str, case_id: str, index: int, path: Path,
+                status: str, reason: str | None, summary: SampleSummary | None) -> dict[str, Any]:
     figures: dict[str, float | None] = {m: None for m in SAMPLE_FIGURES}
-    if summary is not None:
-        figures.update(sample_metrics(SampleRecord(case_id, index, path, summary)))
-    replay = (summary or {}).get("replay") or {}
+    figures.update({k: v for k, v in (analysed.sample_figures.get((case_id, index)) or {}).items()
+                    if k in figures})
+    doc = summary.to_json() if summary is not None else None
+    replay = summary.replay if summary is not None else None
     return {
         "campaign_id": campaign_id, "case": case_id, "sample": index, "status": status, "reason": reason,
-        "path": os.path.relpath(path, campaign.root), "start_unix": _float(replay.get("start_unix")),
-        "end_unix": _float(replay.get("end_unix")), **figures,
-        "labels": [str(x) for x in (summary or {}).get("labels") or []],
-        "warnings": [str(x) for x in (summary or {}).get("warnings") or []],
-        "sensor_version": ((summary or {}).get("sensor") or {}).get("version"),
-        "figures": flatten_numbers(summary or {}),
-        "summary": json.dumps(summary) if summary is not None else None,
+        "path": os.path.relpath(path, analysed.campaign.root),
+        "start_unix": replay.start_unix if replay else None,
+        "end_unix": replay.end_unix if replay else None, **figures,
+        "labels": list(summary.labels) if summary else [],
+        "warnings": list(summary.warnings) if summary else [],
+        "sensor_version": summary.sensor.version if summary else None,
+        "figures": flatten_numbers(doc or {}),
+        "summary": json.dumps(doc) if doc is not None else None,
     }
 
 
@@ -161,18 +179,3 @@ def flatten_numbers(doc: Any, prefix: str = "") -> dict[str, float]:
         elif isinstance(value, dict) or (isinstance(value, list) and len(value) <= MAX_FLAT_LIST):
             out.update(flatten_numbers(value, name + "."))
     return out
-
-
-def _read_summary(path: Path) -> dict[str, Any] | None:
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
-def _float(value: Any) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from idsbench.analysis.load import Campaign
-from idsbench.analysis.series import SOURCES, read_series
+from idsbench.store.layout import COUNTERS_FILE, MONITOR_FILE, SERIES_DIR
+from idsbench.store.reader import Campaign
+from idsbench.store.series_io import read_csv_fast
 
-SERIES_DIR = "series"
+SOURCES = {"counters": COUNTERS_FILE, "monitor": MONITOR_FILE}
 ID_COLUMNS = ("campaign_id", "case", "sample", "t_unix", "t_s")
 
 
@@ -35,7 +35,7 @@ def write_series(campaign: Campaign, campaign_id: str) -> dict[str, Path | None]
     for source, filename in SOURCES.items():
         frames = []
         for case_id, index, path, start in _samples(campaign):
-            df = _read_csv(path / filename)
+            df = read_csv_fast(path / filename)
             if df is None:
                 continue
             ids = pd.DataFrame({"campaign_id": campaign_id, "case": case_id, "sample": index,
@@ -51,24 +51,6 @@ def write_series(campaign: Campaign, campaign_id: str) -> dict[str, Path | None]
         _write_atomic(table, target)
         out[source] = target
     return out
-
-
-def _read_csv(path: Path) -> pd.DataFrame | None:
-    """analysis.series.read_series (numeric, sorted, one row per t_unix), via Arrow's CSV reader
-    (~20x faster); falls back to pandas for a file Arrow rejects (e.g. a cut last line)."""
-    try:
-        df = pacsv.read_csv(path).to_pandas()
-    except FileNotFoundError:
-        return None
-    except (pa.ArrowInvalid, OSError):
-        return read_series(path)
-    if "t_unix" not in df.columns or df.empty:
-        return None
-    for col in df.columns:
-        if not pd.api.types.is_numeric_dtype(df[col]):
-            df[col] = pd.to_numeric(df[col], errors="coerce")
-    df = df.dropna(subset=["t_unix"]).sort_values("t_unix")
-    return df.drop_duplicates(subset="t_unix", keep="last").reset_index(drop=True)
 
 
 def _write_atomic(table: pa.Table, target: Path) -> None:

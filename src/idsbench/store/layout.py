@@ -1,13 +1,30 @@
-"""Where things live in a campaign directory (see docs/architecture.md, "Sample directory")."""
+"""Where things live in a campaign directory (docs/architecture.md, "Sample directory").
+
+Every file name of the results layout is declared here and nowhere else.
+"""
 
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 CAMPAIGN_FILE = "campaign.json"
+PROBE_FILE = "probe.json"
+PROBES_DIR = "probes"          # campaigns on hosts: probes/<host>.json
+HOSTS_FILE = "hosts.json"      # a sample run on hosts: pair, clock offsets, artifact checksums
+CASES_DIR = "cases"
 SUMMARY_FILE = "summary.json"
+MONITOR_FILE = "monitor.csv"
+COUNTERS_FILE = "counters.csv"
+EVE_FILE = "eve.json"
+SERIES_DIR = "series"
+REPORT_FILE = "report.html"
+SEARCH_DIR = "search"          # <campaign>/search/<case_id>/search.json + trial directories
+SEARCH_FILE = "search.json"
+TRUTH_DIR = "truth"            # <campaign>/truth/<case_id>.json: the offline ground truth of a case
+KEPT_ON_RESUME = ("ok", "invalid", "oom")
 
 
 @dataclass(frozen=True)
@@ -18,11 +35,27 @@ class CampaignDir:
     def campaign_file(self) -> Path:
         return self.root / CAMPAIGN_FILE
 
+    @property
+    def cases_dir(self) -> Path:
+        return self.root / CASES_DIR
+
+    def case_dir(self, case_id: str) -> Path:
+        return self.cases_dir / case_id
+
     def sample_dir(self, case_id: str, index: int) -> Path:
-        return self.root / "cases" / case_id / f"s{index}"
+        return self.case_dir(case_id) / f"s{index}"
 
     def is_complete(self, case_id: str, index: int) -> bool:
         return (self.sample_dir(case_id, index) / SUMMARY_FILE).is_file()
+
+    def is_done(self, case_id: str, index: int) -> bool:
+        """Complete with a measured verdict (ok, invalid, oom): what --resume keeps. Samples that
+        failed (a process died), are incomplete or missing run again."""
+        path = self.sample_dir(case_id, index) / SUMMARY_FILE
+        try:
+            return json.loads(path.read_text()).get("status", "ok") in KEPT_ON_RESUME
+        except (OSError, ValueError, AttributeError):
+            return False
 
     def fresh_sample_dir(self, case_id: str, index: int) -> Path:
         """An empty directory for a sample; leftovers of an interrupted attempt are removed."""
