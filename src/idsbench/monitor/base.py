@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Protocol, Union
+from typing import Protocol
 
-Value = Union[float, int]
+Value = float | int
 
 
 class Source(Protocol):

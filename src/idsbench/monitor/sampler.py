@@ -90,7 +90,7 @@ class Sampler:
             for s in self.sources:
                 try:
                     s.stop()
-                except Exception as e:  # noqa: BLE001 - a source failing to close must not lose the file
+                except Exception as e:
                     self._error(f"{type(s).__name__}.stop: {e}")
             self._file.close()
             self._file = None
@@ -128,7 +128,7 @@ class Sampler:
         for s in self.sources:
             try:
                 values.update(s.sample())
-            except Exception as e:  # noqa: BLE001 - one broken source leaves its cells empty
+            except Exception as e:
                 self._error(f"{type(s).__name__}.sample: {e}")
         row = [f"{self._wall():.3f}"] + [_fmt(values.get(c)) for c in self.header[1:]]
         assert self._writer is not None and self._file is not None

@@ -4,19 +4,26 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from idsbench.monitor.base import Value
 
 
 class CgroupStats(Protocol):
-    """What the source needs from `idsbench.setups.cgroups.Cgroup`."""
+    """What the source needs from `idsbench.infra.cgroups.Cgroup`."""
 
     def cpu_usage_ns(self) -> int: ...
 
     def memory_bytes(self) -> int: ...
 
     def memory_peak_bytes(self) -> int: ...
+
+
+@runtime_checkable
+class ProcessGroup(Protocol):
+    """A cgroup that can list its processes (to attach a profiler to them)."""
+
+    def pids(self) -> list[int]: ...
 
 
 class CgroupSource:

@@ -6,19 +6,20 @@ running sample unwinds the same way as on an error. Completed samples are alread
 
 from __future__ import annotations
 
-import os
+import errno
 import signal
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from types import FrameType
 
-from idsbench.run.context import default_cache_dir
+from idsbench import settings
+from idsbench.errors import EnvironmentMissing
 from idsbench.run.preflight import prepare_campaign
 from idsbench.run.progress import Progress
-from idsbench.run.sample import run_sample
+from idsbench.run.sample import SampleDeps, SampleRun
 from idsbench.spec import Spec
-from idsbench.teardown import state_dir_from_env
 
 
 @dataclass
@@ -26,49 +27,86 @@ class CampaignResult:
     out_dir: Path
     ran: int
     skipped: int
-    failed: list[str]
-    warnings: list[str]
+    failed: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 @contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    def _raise(signum, frame):
+def signals_as_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGINT raise KeyboardInterrupt while a campaign runs, so both take the one
+    teardown path. SIGINT explicitly too: a process started with SIGINT ignored (a background job
+    of a non-interactive shell) would otherwise never hear `kill -INT`."""
+    def _raise(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
-    previous = signal.signal(signal.SIGTERM, _raise)
+    previous = {sig: signal.signal(sig, _raise) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def run_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progress: Progress | None = None,
                  state_dir: Path | None = None, cache_dir: Path | None = None,
-                 name_prefix: str | None = None) -> CampaignResult:
+                 name_prefix: str | None = None, deps: SampleDeps | None = None,
+                 become_password: str | None = None) -> CampaignResult:
     """Run every pending sample of `spec` into `out_dir`. `name_prefix` starts every namespace
-    name (default $IDSBENCH_PREFIX or "ib"), so tests can tell their resources apart."""
-    with sigterm_as_interrupt():
-        ctx, cases = prepare_campaign(
-            spec, out_dir, resume=resume, state_dir=state_dir or state_dir_from_env(),
-            cache_dir=cache_dir or default_cache_dir(),
-        )
-        ctx.name_prefix = name_prefix or os.environ.get("IDSBENCH_PREFIX", "ib")
+    name (default $IDSBENCH_PREFIX or "ib"), so tests can tell their resources apart. On
+    --resume, samples that are missing or not `ok` are run again; ok ones are kept.
+    A spec with [hosts] runs on the inventory's sender/sensor pairs (idsbench.hosts)."""
+    if spec.hosts is not None:
+        return _on_hosts(spec, out_dir, resume=resume, progress=progress, state_dir=state_dir,
+                         cache_dir=cache_dir, name_prefix=name_prefix, become_password=become_password)
+    with signals_as_interrupt():
+        ctx, cases = prepare_campaign(spec, out_dir, resume=resume, state_dir=state_dir or settings.state_dir(),
+                                      cache_dir=cache_dir or settings.cache_dir())
+        ctx.name_prefix = name_prefix or settings.name_prefix()
         total = sum(len(c.samples) for c in cases)
         progress = progress or Progress(total)
-        result = CampaignResult(out_dir, 0, 0, [], [])
+        result = CampaignResult(out_dir, 0, 0, warnings=[f"host: {w}" for w in ctx.warnings])
         with progress:
+            for warning in ctx.warnings:
+                progress.note(f"warning: {warning}")
             for case in cases:
                 for sample in case.samples:
-                    if ctx.layout.is_complete(case.case_id, sample.index):
+                    if ctx.layout.is_done(case.case_id, sample.index):
                         progress.skip(sample.sample_id)
                         result.skipped += 1
                         continue
                     progress.sample_started(sample.sample_id)
-                    outcome = run_sample(ctx, case, sample.index, phase=progress.phase)
-                    status = outcome.summary["status"]
+                    try:
+                        outcome = SampleRun(ctx, case, sample.index, deps, phase=progress.phase).run()
+                    except OSError as exc:
+                        raise _disk_error(exc, out_dir) from exc
+                    status = outcome.summary.status
                     progress.sample_done(sample.sample_id, status, outcome.warnings)
                     result.ran += 1
                     if status != "ok":
-                        result.failed.append(f"{sample.sample_id}: {status}")
+                        result.failed.append(f"{sample.sample_id}: {status} ({outcome.summary.reason})")
                     result.warnings.extend(f"{sample.sample_id}: {w}" for w in outcome.warnings)
         return result
+
+
+def _on_hosts(spec: Spec, out_dir: Path, *, resume: bool, progress: Progress | None, state_dir: Path | None,
+              cache_dir: Path | None, name_prefix: str | None, become_password: str | None) -> CampaignResult:
+    from idsbench.hosts.campaign import run_on_hosts
+
+    with signals_as_interrupt():
+        try:
+            done = run_on_hosts(spec, out_dir, resume=resume, progress=progress, state_dir=state_dir,
+                                cache_dir=cache_dir, name_prefix=name_prefix, become_password=become_password)
+        except OSError as exc:
+            raise _disk_error(exc, out_dir) from exc
+    return CampaignResult(out_dir, done.ran, done.skipped, done.failed, done.warnings)
+
+
+def _disk_error(exc: OSError, out_dir: Path) -> Exception:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+        return EnvironmentMissing(
+            f"Cannot write the results to {out_dir}: {exc.strerror} ({exc.filename or out_dir}). The samples "
+            "completed before are intact; the interrupted one left no summary and everything it created "
+            "was removed.",
+            fix=f"free space on the filesystem holding {out_dir} (or choose another --out), then "
+                "continue with `idsbench run SPEC --out DIR --resume`.")
+    return exc

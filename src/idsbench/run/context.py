@@ -1,44 +1,19 @@
-"""What every sample of a campaign shares: the spec, the resolved inputs, the sensor adapter."""
+"""What every sample of a campaign shares: the spec, the resolved inputs, the sensor engine."""
 
 from __future__ import annotations
 
-import os
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from idsbench.monitor import Sampler, Source, standard_sources
-from idsbench.monitor.sensor import CgroupStats
+from idsbench import settings
 from idsbench.plan import Case
-from idsbench.sensors.suricata import Suricata
-from idsbench.spec import Spec
-from idsbench.traffic.rewrite import distinct_copy
+from idsbench.sensors.base import SensorEngine, SensorOptions
+from idsbench.sensors.rulesets import RuleSetLoad
+from idsbench.spec import DEFAULT_CONFIG, Spec
 from idsbench.store.layout import CampaignDir
-from idsbench.wire.netns import WireEnds
-
-
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("IDSBENCH_CACHE", Path.home() / ".cache" / "idsbench"))
-
-
-@dataclass(frozen=True)
-class TraceEntry:
-    """A resolved trace: where it is and what is in it (from traffic.pcap.read_info)."""
-
-    ref: str
-    path: Path
-    sha256: str
-    packets: int
-    bytes: int
-    duration_s: float
-    max_frame: int
-    per_second: tuple[dict, ...] = ()
-    markers: int | None = None  # marker alerts one copy should raise (synthesized traces only)
-
-    def summary(self) -> dict:
-        return {"ref": self.ref, "path": str(self.path), "sha256": self.sha256,
-                "packets": self.packets, "bytes": self.bytes, "duration_s": self.duration_s,
-                "max_frame": self.max_frame, "markers": self.markers,
-                "per_second": list(self.per_second)}
+from idsbench.store.schema import TraceRecord
+from idsbench.traffic.rewrite import distinct_copy
 
 
 @dataclass
@@ -47,24 +22,36 @@ class CampaignContext:
     layout: CampaignDir
     state_dir: Path
     cache_dir: Path
-    sensor: Suricata
-    sensor_version: str
-    rules: list[Path]
-    overrides: dict[str, str]
-    traces: dict[str, TraceEntry] = field(default_factory=dict)
-    name_prefix: str = "ib"
+    engines: dict[str, SensorEngine]             # by name: every engine the plan uses
+    engine_versions: dict[str, str]
+    options: dict[str, SensorOptions]             # per engine: its resolved rules, overrides…
+    traces: dict[str, TraceRecord] = field(default_factory=dict)
+    rule_loads: dict[str, tuple[RuleSetLoad, ...]] = field(default_factory=dict)  # per engine: the share loaded
+    name_prefix: str = field(default_factory=settings.name_prefix)
+    warnings: list[str] = field(default_factory=list)  # found before the first sample (host traps…)
+    overlays: dict[str, Path] = field(default_factory=dict)  # sensor.config name -> overlay file
+
+    def engine(self, case: Case) -> SensorEngine:
+        return self.engines[case.engine]
+
+    def options_for(self, case: Case) -> SensorOptions:
+        """The engine's options with the case's config overlay (sensor.config axis)."""
+        opts = self.options[case.engine]
+        if case.config == DEFAULT_CONFIG:
+            return dataclasses.replace(opts, config_overlay=None)
+        return dataclasses.replace(opts, config_overlay=self.overlays.get(case.config, opts.config_overlay))
+
+    def read_only_paths(self, case: Case) -> tuple[Path, ...]:
+        """What the sensor must see inside a container or VM (at the same path)."""
+        opts = self.options_for(case)
+        paths = [*opts.rules, *self.engine(case).host_paths()]
+        if opts.config_overlay is not None:
+            paths.append(opts.config_overlay)
+        return tuple(dict.fromkeys(paths))
 
     def replay_paths(self, case: Case) -> list[Path]:
         """The capture each replayer sends: its own rewritten copy (distinct flows), or the same."""
-        original = self.traces[case.trace].path
+        original = Path(self.traces[case.trace].path)
         if case.flows == "identical" or case.replayers == 1:
             return [original] * case.replayers
         return [distinct_copy(original, i, self.cache_dir) for i in range(case.replayers)]
-
-    def make_sampler(self, out_csv: Path, wire: WireEnds, stats: CgroupStats,
-                     extra: list[Source]) -> Sampler:
-        """Host, sensor, both wire ends and the setup's own sources, at the stats interval."""
-        netdevs = [("sender", wire.sender_holder_pid, wire.sender_if),
-                   ("sensor", wire.sensor_holder_pid, wire.sensor_if)]
-        return Sampler(out_csv, float(self.spec.sensor.stats_interval_s),
-                       standard_sources(stats, netdevs) + list(extra))

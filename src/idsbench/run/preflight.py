@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import os
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
-from idsbench.errors import EnvironmentMissing, SpecError
+from idsbench.errors import EnvironmentMissing, InputError, SpecError
 from idsbench.plan import Case, plan
 from idsbench.proc import require_program
-from idsbench.run.context import CampaignContext, TraceEntry
-from idsbench.sensors.suricata import Suricata
+from idsbench.run.context import CampaignContext
+from idsbench.run.hostprobe import record_probe
+from idsbench.run.truth import ground_truths
+from idsbench.sensors import registry, rulesets
+from idsbench.sensors.base import SensorEngine, SensorOptions
 from idsbench.spec import Spec
 from idsbench.store import atomic
 from idsbench.store.environment import fingerprint, sha256_file
 from idsbench.store.layout import CampaignDir
+from idsbench.store.reader import read_campaign_doc
+from idsbench.store.schema import CampaignDoc, PerSecond, PlannedCase, TraceRecord
 from idsbench.traffic.pcap import read_info
 from idsbench.traffic.resolve import resolve_trace, synth_metadata
 
@@ -27,11 +33,11 @@ def check_host() -> None:
             "idsbench run needs root: it creates network namespaces, veth links and cgroups.",
             fix="run it as root (e.g. `sudo .venv/bin/idsbench run ...`).",
         )
-    for program in ("ip", "ethtool", "tcpreplay", "suricata", "sysctl"):
+    for program in ("ip", "ethtool", "tcpreplay", "sysctl"):
         require_program(program)
 
 
-def resolve_traces(spec: Spec, cache_dir: Path) -> dict[str, TraceEntry]:
+def resolve_traces(spec: Spec, cache_dir: Path) -> dict[str, TraceRecord]:
     traces = {}
     for ref in spec.traffic.traces:
         source = ref if ref.startswith("builtin:") else str(spec.resolve_path(ref))
@@ -40,13 +46,45 @@ def resolve_traces(spec: Spec, cache_dir: Path) -> dict[str, TraceEntry]:
         if info.packets == 0:
             raise SpecError(f"trace {ref} ({path}) holds no packets.", fix="give a capture with packets.")
         meta = synth_metadata(path) or {}
-        traces[ref] = TraceEntry(
-            ref=ref, path=Path(path), sha256=info.sha256, packets=info.packets, bytes=info.bytes,
+        traces[ref] = TraceRecord(
+            ref=ref, path=str(path), sha256=info.sha256, packets=info.packets, bytes=info.bytes,
             duration_s=info.duration_s, max_frame=info.max_frame,
-            per_second=tuple(dict(p) for p in (info.per_second or ())),
+            per_second=tuple(PerSecond.model_validate(p) for p in (info.per_second or ())),
             markers=meta.get("markers"),
         )
     return traces
+
+
+def sensor_options(spec: Spec, engine: SensorEngine, refs: Sequence[str] | None = None) -> SensorOptions:
+    """The engine's options without a config overlay (each case adds its own: options_for).
+    `refs`: the rule references as this host finds them (default: the spec's, resolved beside it)."""
+    if refs is None:
+        refs = [r if r.startswith("builtin:") else str(spec.resolve_path(r)) for r in spec.sensor.rules]
+    return SensorOptions(rules=tuple(engine.resolve_rules(refs)),
+                         overrides=tuple(spec.sensor.overrides(engine.name).items()),
+                         stats_interval_s=spec.sensor.stats_interval_s, capture_method=spec.sensor.capture_method)
+
+
+def config_overlays(spec: Spec) -> dict[str, Path]:
+    """sensor.config names -> overlay files (each must exist)."""
+    out = {}
+    for name in spec.sensor.overlays():
+        path = spec.resolve_path(name)
+        if not path.is_file():
+            raise InputError(f"sensor.config {name!r} ({path}) does not exist.",
+                             fix='give the path of a config overlay file (relative to the spec), or "default".')
+        out[name] = path
+    return out
+
+
+def rule_sources(spec: Spec, engine: SensorEngine) -> dict[Path, str]:
+    """Each rule file the engine loads -> the spec's reference it came from (e.g. builtin:events)."""
+    out: dict[Path, str] = {}
+    for ref in spec.sensor.rules:
+        resolved = ref if ref.startswith("builtin:") else str(spec.resolve_path(ref))
+        for path in engine.resolve_rules([resolved]):
+            out.setdefault(path, ref)
+    return out
 
 
 def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path,
@@ -54,52 +92,76 @@ def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path
     """Validate inputs, test the sensor config, create/verify the campaign directory."""
     cases = plan(spec)
     check_host()
-    layout = CampaignDir(out_dir)
+    layout = CampaignDir(out_dir.resolve())  # absolute: containers and VMs mount sample directories
     spec_doc = spec.model_dump(mode="json")
-    if layout.campaign_file.exists():
-        previous = json.loads(layout.campaign_file.read_text())
-        if not resume:
-            raise SpecError(
-                f"{out_dir} already holds a campaign.",
-                fix="pass --resume to complete it, or choose another --out directory.",
-            )
-        if previous.get("spec") != spec_doc:
-            raise SpecError(
-                f"{out_dir} holds campaign {previous.get('spec', {}).get('name')!r} with a different spec.",
-                fix="resume with the same spec file, or choose another --out directory.",
-            )
-    sensor = Suricata()
-    if not sensor.available():
-        require_program("suricata")
+    check_resume(layout, out_dir, spec_doc, resume)
+    engines: dict[str, SensorEngine] = {}
+    options: dict[str, SensorOptions] = {}
+    overlays = config_overlays(spec)
     traces = resolve_traces(spec, cache_dir)
-    rules = sensor.resolve_rules([r if r.startswith("builtin:") else str(spec.resolve_path(r))
-                                  for r in spec.sensor.rules])
-    overrides = spec.sensor.overrides()
-    check_dir = out_dir / "preflight"
-    check_dir.mkdir(parents=True, exist_ok=True)
-    sensor.config_test(rules, overrides, check_dir)
-    shutil.rmtree(check_dir, ignore_errors=True)
+    for name in spec.sensor.engine:
+        engine = registry.engine(name)
+        engine.require()
+        engines[name], options[name] = engine, sensor_options(spec, engine)
+        for config in spec.sensor.config:  # every configuration the campaign runs must load
+            check_dir = out_dir / "preflight" / name
+            check_dir.mkdir(parents=True, exist_ok=True)
+            engine.config_test(dataclasses.replace(options[name], config_overlay=overlays.get(config)), check_dir)
+            shutil.rmtree(check_dir, ignore_errors=True)
     ctx = CampaignContext(
-        spec=spec, layout=layout, state_dir=state_dir, cache_dir=cache_dir, sensor=sensor,
-        sensor_version=sensor.version(), rules=rules, overrides=overrides, traces=traces,
+        spec=spec, layout=layout, state_dir=state_dir, cache_dir=cache_dir, engines=engines,
+        engine_versions={n: e.version() for n, e in engines.items()}, options=options, traces=traces,
+        rule_loads={n: rulesets.rule_loads(o.rules, rule_sources(spec, engines[n])) for n, o in options.items()},
+        overlays=overlays,
     )
     if not layout.campaign_file.exists():
-        atomic.write_json(layout.campaign_file, campaign_doc(ctx, cases, spec_doc))
+        atomic.write_json(layout.campaign_file, campaign_doc(ctx, cases, spec_doc).to_json())
+    ctx.warnings.extend(record_probe(layout, probe_suricata="suricata" in engines))
+    ground_truths(ctx, cases)
+    shutil.rmtree(out_dir / "preflight", ignore_errors=True)
     return ctx, cases
 
 
-def campaign_doc(ctx: CampaignContext, cases: list[Case], spec_doc: dict) -> dict:
-    env = fingerprint()
-    env["suricata"] = ctx.sensor.build_info()
-    return {
-        "schema": 1,
-        "created_unix": time.time(),
-        "spec": spec_doc,
-        "environment": env,
-        "inputs": {
-            "traces": {ref: {k: v for k, v in t.summary().items() if k != "per_second"}
-                       for ref, t in ctx.traces.items()},
-            "rules": [{"path": str(p), "sha256": sha256_file(p)} for p in ctx.rules],
-        },
-        "cases": [{"case_id": c.case_id, **c.params(), "samples": len(c.samples)} for c in cases],
-    }
+def check_resume(layout: CampaignDir, out_dir: Path, spec_doc: dict[str, object], resume: bool) -> None:
+    """A directory that holds a campaign is only continued with --resume and the same spec."""
+    if not layout.campaign_file.exists():
+        return
+    previous = read_campaign_doc(out_dir)
+    if not resume:
+        raise SpecError(f"{out_dir} already holds a campaign.",
+                        fix="pass --resume to complete it, or choose another --out directory.")
+    if _as_current(previous.spec) != spec_doc:
+        raise SpecError(f"{out_dir} holds campaign {previous.name!r} with a different spec.",
+                        fix="resume with the same spec file, or choose another --out directory.")
+
+
+def _as_current(stored: dict[str, object]) -> dict[str, object] | None:
+    """A stored spec as this version writes it (new keys with their defaults), None if it no longer loads."""
+    try:
+        return Spec.model_validate(stored).model_dump(mode="json")
+    except ValueError:
+        return None
+
+
+def campaign_doc(ctx: CampaignContext, cases: list[Case], spec_doc: dict[str, object]) -> CampaignDoc:
+    env: dict[str, object] = dict(fingerprint())
+    for name, engine in ctx.engines.items():
+        env[name] = engine.build_info()
+    rules = {str(p): sha256_file(p) for opts in ctx.options.values() for p in opts.rules}
+    return CampaignDoc(
+        created_unix=time.time(), spec=spec_doc, environment=env,
+        inputs={"traces": {ref: t.model_dump(mode="json", exclude={"per_second"}) for ref, t in ctx.traces.items()},
+                "rules": [{"path": p, "sha256": h} for p, h in rules.items()],
+                "rule_load": {name: rule_load_doc(loads) for name, loads in ctx.rule_loads.items()},
+                "configs": {name: {"path": str(p), "sha256": sha256_file(p)} for name, p in ctx.overlays.items()}},
+        cases=tuple(PlannedCase.model_validate({"case_id": c.case_id, **c.params(), "samples": len(c.samples)})
+                    for c in cases),
+    )
+
+
+def rule_load_doc(loads: tuple[rulesets.RuleSetLoad, ...]) -> dict[str, object]:
+    """campaign.json `inputs.rule_load.<engine>`: each set's share, the totals, the text-rule ids
+    loaded (analysis compares alerts between engines on the ids every engine loaded)."""
+    rules, loaded = rulesets.totals(loads)
+    sids = sorted({sid for load in loads for sid in load.sids})
+    return {"sets": [load.summary() for load in loads], "rules": rules, "loaded": loaded, "sids": sids}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from typing import Any, TextIO
 
 
 class Progress:
@@ -15,15 +15,15 @@ class Progress:
         self.done = 0
         self.skipped = 0
         self.started = time.monotonic()
-        self._rich = None
-        self._task = None
+        self._rich: Any = None  # rich.progress.Progress, imported only on a terminal
+        self._task: Any = None
         self._current = ""
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         if self.live:
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress
-            from rich.progress import TextColumn, TimeElapsedColumn, TimeRemainingColumn
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+            from rich.progress import Progress as RichProgress
 
             self._rich = RichProgress(
                 TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -34,7 +34,7 @@ class Progress:
             self._task = self._rich.add_task("starting", total=self.total)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         if self._rich is not None:
             self._rich.__exit__(*exc)
 
@@ -60,6 +60,13 @@ class Progress:
         if self._rich is not None:
             self._rich.update(self._task, advance=1)
             self._rich.console.print(line)
+        else:
+            print(line, file=self.stream, flush=True)
+
+    def note(self, line: str) -> None:
+        """A line for the user between sample lines (e.g. a warning found before the first sample)."""
+        if self._rich is not None:
+            self._rich.console.print(line, markup=False)
         else:
             print(line, file=self.stream, flush=True)
 

@@ -1,0 +1,94 @@
+"""The loss waterfall: where every packet the replayers sent ended up (pure arithmetic).
+
+    sent ─(sender loss: the replayers counted it, the sender NIC did not transmit it)─►
+    sender tx ─(wire loss: transmitted, never received: a lossy tap/SPAN, netem)─►
+    sensor rx ─(NIC loss: rx_dropped of the sensor-side interface)─►
+    softnet ─(softnet backlog drops, host-wide /proc/net/softnet_stat)─►
+    captured ─(capture loss: the capture ring was full, capture.kernel_drops)─►
+    decoded  (+ unprocessed: captured, still in the ring when the sensor stopped)
+
+`unaccounted` = sent − every loss − unprocessed − decoded: 0 on a setup where every counter is
+visible. A point that cannot be seen from the host (inside a VM guest, the path between the
+macvtap and the guest's capture) is listed in `invisible` and its loss lands in `unaccounted`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from idsbench.sensors.base import Counters
+    from idsbench.store.schema import WireRecord
+
+
+@dataclass(frozen=True)
+class WaterfallInput:
+    sent: int
+    sender_tx: int | None          # None: interface counters not read
+    sensor_rx: int | None
+    impaired: bool = False         # an emulated lossy tap: what the sender NIC did not transmit is wire loss
+    sensor_rx_dropped: int = 0
+    softnet_dropped: int = 0
+    captured: int = 0
+    dropped: int = 0
+    decoded: int = 0
+    invisible: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Waterfall:
+    sent: int
+    loss_sender_pkts: int
+    loss_wire_pkts: int
+    loss_nic_pkts: int
+    loss_softnet_pkts: int
+    loss_capture_pkts: int
+    unprocessed_pkts: int
+    decoded_pkts: int
+    unaccounted_pkts: int
+    invisible: tuple[str, ...] = ()
+
+    @property
+    def lost_pkts(self) -> int:
+        return (self.loss_sender_pkts + self.loss_wire_pkts + self.loss_nic_pkts + self.loss_softnet_pkts
+                + self.loss_capture_pkts)
+
+    @property
+    def loss_ratio(self) -> float:
+        """Every loss (and anything unaccounted) over what was sent: the search oracle."""
+        if self.sent <= 0:
+            return 0.0
+        return (self.lost_pkts + max(0, self.unaccounted_pkts)) / self.sent
+
+
+def waterfall(w: WaterfallInput) -> Waterfall:
+    """Attribute every packet of `w.sent` to a drop point; see the module docstring."""
+    unprocessed = w.captured - w.decoded - w.dropped
+    if w.sender_tx is None or w.sensor_rx is None:
+        loss_sender = loss_wire = loss_nic = 0
+        invisible = tuple(dict.fromkeys((*w.invisible, "wire")))
+    else:
+        untransmitted = max(0, w.sent - w.sender_tx)
+        loss_sender = 0 if w.impaired else untransmitted
+        loss_wire = (untransmitted if w.impaired else 0) + max(0, w.sender_tx - w.sensor_rx - w.sensor_rx_dropped)
+        loss_nic = w.sensor_rx_dropped
+        invisible = w.invisible
+    # Softnet drops are host-wide: count only what the sensor side is missing.
+    arrived = w.sent - loss_sender - loss_wire - loss_nic
+    loss_softnet = min(max(0, w.softnet_dropped), max(0, arrived - w.captured))
+    unaccounted = arrived - loss_softnet - w.captured
+    return Waterfall(
+        sent=w.sent, loss_sender_pkts=loss_sender, loss_wire_pkts=loss_wire, loss_nic_pkts=loss_nic,
+        loss_softnet_pkts=loss_softnet, loss_capture_pkts=w.dropped, unprocessed_pkts=unprocessed,
+        decoded_pkts=w.decoded, unaccounted_pkts=unaccounted, invisible=invisible,
+    )
+
+
+def waterfall_of(sent: int, wire: WireRecord | None, counters: Counters, invisible: tuple[str, ...]) -> Waterfall:
+    """The waterfall of a sample or trial from its sent count, wire record and sensor counters."""
+    return waterfall(WaterfallInput(
+        sent=sent, sender_tx=wire.sender_tx_pkts if wire else None, sensor_rx=wire.sensor_rx_pkts if wire else None,
+        impaired=wire.impaired if wire else False, sensor_rx_dropped=wire.sensor_rx_dropped if wire else 0,
+        softnet_dropped=wire.softnet_dropped if wire else 0, captured=counters.captured_pkts,
+        dropped=counters.dropped_pkts, decoded=counters.decoded_pkts, invisible=invisible))

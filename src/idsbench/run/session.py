@@ -1,0 +1,307 @@
+"""A running sensor on its wire, ready for one replay (a sample) or many (the trials of a search).
+
+    with stack:
+        session = SensorSession(ctx, case, sample_dir, deps, stack, name)
+        if session.open():                 # setup, wire, sensor config, monitor, launch, ready
+            outcome = session.trial(plan)  # replay, drain, counters over the trial, wire accounting
+            ...
+        session.close()                    # monitor stop, graceful sensor stop, OOM check
+
+Every part comes from `SampleDeps`, so the sequence is unit-tested with fakes; the real parts are the
+defaults. Everything created goes into the caller's teardown stack.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from idsbench.accounting import Waterfall, waterfall_of
+from idsbench.errors import SensorFailed
+from idsbench.infra import cgroups
+from idsbench.infra.cgroups import CgroupResource
+from idsbench.monitor import Sampler, Source, standard_sources
+from idsbench.monitor.sensor import CgroupSource, CgroupStats, ProcessGroup
+from idsbench.plan import Case
+from idsbench.proc import Supervisor
+from idsbench.run.context import CampaignContext
+from idsbench.run.drain import DrainResult, WireSnapshot, drain, wire_record, wire_snapshot
+from idsbench.run.replay import ReplayOutcome, ReplayPlan, Sender, TrafficSender, replay_plan
+from idsbench.run.verdict import describe_exit
+from idsbench.sensors.base import CounterPoint, Counters, SensorRun
+from idsbench.setups.base import Launched, Setup, SetupRequest
+from idsbench.setups.registry import make_setup
+from idsbench.store.layout import MONITOR_FILE
+from idsbench.store.schema import Placement, WireRecord
+from idsbench.teardown import TeardownStack
+from idsbench.wire.netns import NamespaceWire, WireEnds, impair, mtu_for
+
+Phase = Callable[[str], None]
+FIRST_STATS_TIMEOUT_S = 15.0
+
+
+class Wire(Protocol):
+    def up(self) -> WireEnds: ...
+
+
+class Monitor(Protocol):
+    def start(self) -> None: ...
+
+    def sample_now(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class SenderGroup:
+    """The replayers' own cgroup (their CPU is measured apart from the sensor's)."""
+
+    procs_files: Sequence[Path]
+    source: Source | None
+
+
+def real_wire(sup: Supervisor, prefix: str, mtu: int, sensor_ns: str | None) -> Wire:
+    return NamespaceWire(sup, prefix=prefix, mtu=mtu, sensor_ns=sensor_ns)
+
+
+def real_monitor(out_csv: Path, interval_s: float, wire: WireEnds, stats: CgroupStats,
+                 extra: Sequence[Source]) -> Monitor:
+    """Host, sensor, both wire ends and the setup's own sources, at the stats interval."""
+    netdevs = [("sender", wire.sender_holder_pid, wire.sender_if),
+               ("sensor", wire.sensor_holder_pid, wire.sensor_if)]
+    return Sampler(out_csv, interval_s, standard_sources(stats, netdevs) + list(extra))
+
+
+def real_sender_group(stack: TeardownStack, name: str) -> SenderGroup:
+    group = cgroups.create(name, realtime=True)  # the native sender keeps its schedule with SCHED_FIFO
+    stack.push(CgroupResource.of(group))
+    return SenderGroup(group.procs_files, CgroupSource(group, prefix="sender"))
+
+
+@dataclass(frozen=True)
+class SampleDeps:
+    """What a sample (or a search's trials) is made of; tests pass fakes."""
+
+    make_wire: Callable[[Supervisor, str, int, str | None], Wire] = real_wire
+    make_setup: Callable[[str, SetupRequest], Setup] = make_setup
+    sender: Sender = field(default_factory=TrafficSender)  # runs the replayers of the case's `traffic.sender`
+    make_monitor: Callable[[Path, float, WireEnds, CgroupStats, Sequence[Source]], Monitor] = real_monitor
+    make_sender_group: Callable[[TeardownStack, str], SenderGroup] = real_sender_group
+    snapshot: Callable[[WireEnds], WireSnapshot] = wire_snapshot
+    impair: Callable[..., None] = impair
+    make_stack: Callable[[Path], TeardownStack] = lambda state_dir: TeardownStack(state_dir=state_dir)
+    wall: Callable[[], float] = time.time
+    monotonic: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    available_cpus: Callable[[], list[int]] = lambda: sorted(os.sched_getaffinity(0))
+
+
+def split_cpus(available: list[int], sensor_cpuset: list[int] | None) -> tuple[list[int], list[int] | None]:
+    """(sender CPUs, sensor CPUs): different CPUs where there are enough, else shared (None = all)."""
+    if sensor_cpuset:
+        rest = [c for c in available if c not in sensor_cpuset]
+        return (rest or available), list(sensor_cpuset)
+    if len(available) >= 2:
+        return [available[0]], available[1:]
+    return available, None
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    """One replay on a running sensor: what was sent, what the sensor did with it (counters over the
+    trial only), where packets were lost."""
+
+    replay: ReplayOutcome
+    drain: DrainResult
+    wire: WireRecord | None
+    counters: Counters | None          # the sensor's counters over this trial (None: none published)
+    waterfall: Waterfall | None
+    sensor_alive: bool
+
+
+@dataclass
+class SessionFacts:
+    """What the session learnt (becomes part of the sample summary and its verdict)."""
+
+    ready_s: float | None = None
+    sensor_failure: str | None = None
+    oom: bool = False
+    stop_unix: float | None = None
+    exit_code: int | None = None
+    labels: list[str] = field(default_factory=list)
+    placement: Placement | None = None
+    invisible: tuple[str, ...] = ()
+
+
+class SensorSession:
+    def __init__(self, ctx: CampaignContext, case: Case, sample_dir: Path, deps: SampleDeps, stack: TeardownStack,
+                 name: str, phase: Phase = lambda _p: None):
+        self.ctx, self.case, self.sample_dir, self.deps = ctx, case, sample_dir, deps
+        self.stack, self.name, self.phase = stack, name, phase
+        self.sup = Supervisor(stack)
+        self.engine = ctx.engine(case)
+        self.trace = ctx.traces[case.trace]
+        self.facts = SessionFacts()
+        self.run: SensorRun | None = None
+        self.setup: Setup | None = None
+        self.wire: WireEnds | None = None
+        self.child: Launched | None = None
+        self.monitor: Monitor | None = None
+        self.sender_cpus: list[int] = []
+        self.sender: SenderGroup | None = None
+        self.stats: CgroupStats | None = None
+        self._last_point: CounterPoint | None = None
+        self._origin: tuple[WireSnapshot, CounterPoint] | None = None  # wire and counters at the first baseline
+
+    # --- opening ------------------------------------------------------------------------------
+    def open(self) -> bool:
+        """Build everything and start the sensor; False (facts say why) when it did not get ready."""
+        ctx, case, deps, f = self.ctx, self.case, self.deps, self.facts
+        self.sender_cpus, sensor_cpus = split_cpus(deps.available_cpus(), ctx.spec.setup.cpuset)
+        setup = self.setup = deps.make_setup(case.setup, SetupRequest(
+            sup=self.sup, engine=self.engine, name=self.name, sample_dir=self.sample_dir, cpus=case.cpus,
+            memory_bytes=case.memory_bytes, cpu_affinity=sensor_cpus, read_only_paths=ctx.read_only_paths(case),
+            cache_dir=ctx.cache_dir, runtime=ctx.spec.setup.runtime, swappiness=ctx.spec.setup.swappiness,
+            name_prefix=ctx.name_prefix, vcpus=ctx.spec.setup.vcpus, accel=ctx.spec.setup.accel,
+        ))
+        self.phase("wire")
+        wire = self.wire = deps.make_wire(self.sup, ctx.name_prefix, mtu_for(self.trace.max_frame),
+                                          setup.pre_wire()).up()
+        imp = ctx.spec.wire.impair
+        if imp.active:
+            deps.impair(wire.sender_ns, wire.sender_if, loss=imp.loss, delay_ms=imp.delay_ms,
+                        jitter_ms=imp.jitter_ms, reorder=imp.reorder)
+            f.labels.append("impaired")
+        self.phase("setup")
+        stats = self.stats = setup.prepare(wire)
+        f.labels += list(setup.labels)
+        f.invisible = setup.invisible
+        f.placement = Placement(sender_cpus=tuple(self.sender_cpus),
+                                sensor_cpus=tuple(sensor_cpus) if sensor_cpus else None, mtu=wire.mtu)
+        run = self.run = self.engine.prepare(self.sample_dir, setup.capture_interface(), ctx.options_for(case),
+                                             mtu=wire.mtu)
+        self.sender = deps.make_sender_group(self.stack, f"{self.name}-sender")
+        sources = [*setup.overhead_sources(), *([self.sender.source] if self.sender.source else [])]
+        self.monitor = deps.make_monitor(self.sample_dir / MONITOR_FILE, float(ctx.spec.sensor.stats_interval_s),
+                                         wire, stats, sources)
+        self.monitor.start()
+        self.phase("sensor start")
+        child = self.child = setup.launch(run.argv, stdout=self.sample_dir / "stdout.txt")
+        try:
+            f.ready_s = run.wait_ready(child.poll, ctx.spec.sensor.ready_timeout_s)
+        except SensorFailed as exc:
+            setup.stop(5.0)
+            f.oom = setup.oom_killed()
+            f.sensor_failure = f"{self.engine.name} did not start: {exc}"
+            return False
+        return True
+
+    def alive(self) -> bool:
+        return self.child is not None and self.child.poll() is None
+
+    # --- a replay -----------------------------------------------------------------------------
+    def plan(self, case: Case, pcaps: Sequence[Path], out_dir: Path) -> ReplayPlan:
+        assert self.wire is not None and self.sender is not None, "open() first"
+        return replay_plan(case, self.trace, pcaps, self.wire, self.sender_cpus, out_dir,
+                           self.ctx.spec.timing.replay_timeout_s, self.sender.procs_files,
+                           impaired=self.ctx.spec.wire.impair.active)
+
+    def trial(self, plan: ReplayPlan, *, settle_s: float | None = None) -> TrialOutcome:
+        """Replay `plan` on the running sensor and wait until it processed what it captured."""
+        assert self.wire is not None and self.monitor is not None and self.run is not None, "open() first"
+        deps, run = self.deps, self.run
+        start_point = self._baseline()
+        before = deps.snapshot(self.wire)
+        self.monitor.sample_now()  # a row exactly at replay start and end
+        self.phase("replay")
+        replay = deps.sender.replay(self.sup, plan)
+        self.monitor.sample_now()
+        self.phase("drain")
+        timing = self.ctx.spec.timing
+        drained = drain(run, self.alive, replay.record.end_unix, timing.drain_timeout_s,
+                        min_wait_s=timing.settle_s if settle_s is None else settle_s,
+                        clock=deps.monotonic, sleep=deps.sleep, uncounted=self.uncounted)
+        wire = wire_record(before, deps.snapshot(self.wire), impaired=self.ctx.spec.wire.impair.active)
+        end_point = drained.last
+        self._last_point = end_point
+        counters = None
+        if end_point is not None:
+            counters = end_point.counters if start_point is None else end_point.counters.minus(start_point.counters)
+        alive = self.alive()
+        if not alive and self.facts.sensor_failure is None and self.child is not None and self.setup is not None:
+            self.facts.oom = self.setup.oom_killed()
+            self.facts.sensor_failure = f"{describe_exit(self.engine.name, self.child.returncode)} during the run"
+        wf = waterfall_of(replay.record.sent_pkts, wire, counters, self.facts.invisible) if counters else None
+        return TrialOutcome(replay, drained, wire, counters, wf, alive)
+
+    def _baseline(self) -> CounterPoint | None:
+        """The counters before a trial: the last trial's end, or the first stats record after ready
+        (then also the wire's origin for `uncounted`)."""
+        if self._last_point is not None:
+            return self._last_point
+        assert self.run is not None and self.wire is not None
+        deadline = self.deps.monotonic() + FIRST_STATS_TIMEOUT_S
+        point = self.run.live_counters()
+        while point is None and self.alive() and self.deps.monotonic() < deadline:
+            self.deps.sleep(0.1)
+            point = self.run.live_counters()
+        if point is not None and not self.facts.invisible:
+            self._origin = (self.deps.snapshot(self.wire), point)
+        return point
+
+    def uncounted(self, point: CounterPoint) -> int:
+        """Packets the sensor's interface received since the first baseline that `point` does not
+        count as captured (0 where the capture interface is not the wire's end)."""
+        if self._origin is None or self.wire is None:
+            return 0
+        (wire0, point0) = self._origin
+        now = self.deps.snapshot(self.wire)
+        if wire0.sensor is None or now.sensor is None:
+            return 0
+        received = now.sensor.rx_pkts - wire0.sensor.rx_pkts
+        return received - (point.counters.captured_pkts - point0.counters.captured_pkts)
+
+    def resync(self) -> bool:
+        """After a trial whose accounting did not close: wait until the sensor counts everything its
+        interface received, so the next trial starts from a true baseline. False if it never does."""
+        assert self.run is not None
+        drained = drain(self.run, self.alive, self.deps.wall(), self.ctx.spec.timing.drain_timeout_s,
+                        clock=self.deps.monotonic, sleep=self.deps.sleep, uncounted=self.uncounted)
+        if drained.last is not None:
+            self._last_point = drained.last
+        return drained.drained
+
+    def sensor_pids(self) -> list[int]:
+        """The processes in the sensor's cgroup (the sensor; qemu for a VM), [] when unknown."""
+        try:
+            return self.stats.pids() if isinstance(self.stats, ProcessGroup) else []
+        except OSError:
+            return []
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time the sensor used so far (its cgroup), None when it cannot be read."""
+        try:
+            return self.stats.cpu_usage_ns() / 1e9 if self.stats is not None else None
+        except (OSError, ValueError):
+            return None
+
+    def set_cpus(self, cpus: float) -> bool:
+        """Change the sensor's CPU limit while it runs (False: this setup cannot)."""
+        change = getattr(self.setup, "set_cpus", None)
+        return bool(change(cpus)) if callable(change) else False
+
+    # --- closing ------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Monitor stop (the series ends while the sensor still runs), graceful stop, OOM check."""
+        if self.monitor is not None:
+            self.monitor.stop()
+        if self.setup is None or self.child is None or self.facts.ready_s is None:
+            return
+        self.phase("sensor stop")
+        self.facts.stop_unix = self.deps.wall()
+        self.facts.exit_code = self.setup.stop(self.ctx.spec.timing.stop_timeout_s)
+        self.facts.oom = self.facts.oom or self.setup.oom_killed()

@@ -1,0 +1,85 @@
+"""The ground truth of detection: what the engine alerts on a case's traffic when it reads every
+packet offline (same rules, same config), per signature — the reference for `alert_recall`.
+
+One offline run per replayer's copy of the trace (distinct flows carry rewritten addresses, and rules
+may depend on them), summed; cached under `<cache>/truth/` by the digest of engine version, rules,
+overrides, overlay and capture. Only for cases where it is exact: one loop, no duration, and either
+one replayer or distinct flows (identical copies interleave their sessions on the wire).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from idsbench.plan import Case
+from idsbench.run.context import CampaignContext
+from idsbench.store import atomic
+from idsbench.store.environment import sha256_file
+from idsbench.store.layout import TRUTH_DIR
+from idsbench.store.schema import GroundTruth
+
+TRUTH_VERSION = 1
+
+
+def applies(case: Case) -> bool:
+    return case.loops == 1 and case.duration_s is None and (case.replayers == 1 or case.flows == "distinct")
+
+
+def ground_truths(ctx: CampaignContext, cases: list[Case]) -> None:
+    """Write `<campaign>/truth/<case_id>.json` for every case it applies to (cached runs)."""
+    if not ctx.spec.sensor.ground_truth:
+        return
+    digest = functools.cache(sha256_file)  # cases share traces and rules: each file is hashed once
+    for case in cases:
+        if not applies(case):
+            continue
+        truth = case_truth(ctx, case, digest)
+        if truth is not None:
+            atomic.write_json(ctx.layout.root / TRUTH_DIR / f"{case.case_id}.json", truth.model_dump(mode="json"))
+
+
+def case_truth(ctx: CampaignContext, case: Case, digest: Callable[[Path], str]) -> GroundTruth | None:
+    started = time.monotonic()
+    engine = ctx.engine(case)
+    total: dict[int, int] = {}
+    shas = []
+    for pcap in ctx.replay_paths(case):
+        sha = digest(pcap)
+        shas.append(sha)
+        alerts = _cached(ctx, case, pcap, sha, digest)
+        if alerts is None:
+            return None
+        for sid, n in alerts.items():
+            total[sid] = total.get(sid, 0) + n
+    return GroundTruth(case_id=case.case_id, engine=engine.name, engine_version=ctx.engine_versions[case.engine],
+                       traces=tuple(shas), alerts_by_sid=total,
+                       packets=ctx.traces[case.trace].packets * case.replayers,
+                       elapsed_s=round(time.monotonic() - started, 3))
+
+
+def _cached(ctx: CampaignContext, case: Case, pcap: Path, sha: str,
+            digest: Callable[[Path], str]) -> dict[int, int] | None:
+    engine, options = ctx.engine(case), ctx.options_for(case)
+    h = hashlib.sha256(f"{TRUTH_VERSION}\0{engine.name}\0{ctx.engine_versions[case.engine]}\0{sha}".encode())
+    for rule in options.rules:
+        h.update(digest(rule).encode())
+    h.update(json.dumps(sorted(options.overrides)).encode())
+    if options.config_overlay is not None:
+        h.update(digest(options.config_overlay).encode())
+    path = ctx.cache_dir / "truth" / f"{h.hexdigest()[:32]}.json"
+    try:
+        return {int(k): int(v) for k, v in json.loads(path.read_text()).items()}
+    except (OSError, ValueError, AttributeError):
+        pass
+    work = ctx.layout.root / "preflight" / f"truth-{sha[:12]}"
+    work.mkdir(parents=True, exist_ok=True)
+    alerts = engine.offline_alerts(pcap, options, work)
+    if alerts is None:
+        return None
+    atomic.write_json(path, {str(k): v for k, v in sorted(alerts.items())})
+    return alerts
