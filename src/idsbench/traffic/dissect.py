@@ -9,25 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from idsbench.traffic.pcapfmt import RecordIndex
+from idsbench.traffic.protocols import PROTO_NAMES, WELL_KNOWN_PORTS, ordered_tally
 
 ETH_IPV4, ETH_IPV6 = 0x0800, 0x86DD
 _VLAN = (0x8100, 0x88A8, 0x9100)
 _MPLS = (0x8847, 0x8848)
 LINK_ETHERNET, LINK_NULL, LINK_LOOP, LINK_RAW, LINK_SLL, LINK_SLL2 = 1, 0, 108, 101, 113, 276
 LINK_IPV4, LINK_IPV6 = 228, 229
-
-PROTO_NAMES = {1: "icmp", 6: "tcp", 17: "udp", 58: "icmpv6", 132: "sctp", 47: "gre", 50: "esp"}
-WELL_KNOWN_PORTS = {
-    20: "ftp-data", 21: "ftp", 22: "ssh", 23: "telnet", 25: "smtp", 53: "dns", 67: "dhcp", 68: "dhcp",
-    69: "tftp", 80: "http", 88: "kerberos", 110: "pop3", 123: "ntp", 135: "msrpc", 137: "netbios",
-    138: "netbios", 139: "netbios", 143: "imap", 161: "snmp", 162: "snmp", 389: "ldap", 443: "https",
-    445: "smb", 465: "smtps", 502: "modbus", 514: "syslog", 587: "submission", 636: "ldaps",
-    993: "imaps", 995: "pop3s", 1433: "mssql", 1883: "mqtt", 3306: "mysql", 3389: "rdp",
-    5060: "sip", 5353: "mdns", 5432: "postgres", 6881: "bittorrent", 8080: "http-alt", 8443: "https-alt",
-}
-
 
 @dataclass(frozen=True)
 class Dissection:
@@ -47,7 +38,11 @@ class Dissection:
     dst6: np.ndarray
 
 
-def _views(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+Offsets = npt.NDArray[np.int64]  # absolute byte positions in the capture buffer
+
+
+def _views(buf: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint32],
+                                                 npt.NDArray[np.uint64]]:
     def view(dt: str, size: int) -> np.ndarray:
         return np.ndarray((max(buf.size - size + 1, 0),), dtype=np.dtype(dt), buffer=buf, strides=(1,))
 
@@ -57,31 +52,31 @@ def _views(buf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 class _Reader:
     """Big-endian gathers at per-packet offsets (clipped to the buffer only when needed)."""
 
-    def __init__(self, buf: np.ndarray):
+    def __init__(self, buf: npt.NDArray[np.uint8]):
         self.buf = buf
         self.u16, self.u32, self.u64 = _views(buf)
 
     @staticmethod
-    def _safe(view: np.ndarray, off: np.ndarray) -> np.ndarray:
+    def _safe(view: np.ndarray, off: Offsets) -> Offsets:
         if off.size and (int(off.max()) >= view.size or int(off.min()) < 0):
             return np.clip(off, 0, max(view.size - 1, 0))
         return off
 
-    def u8(self, off: np.ndarray) -> np.ndarray:
+    def u8(self, off: Offsets) -> npt.NDArray[np.uint8]:
         return self.buf[self._safe(self.buf, off)]
 
-    def be16(self, off: np.ndarray) -> np.ndarray:
+    def be16(self, off: Offsets) -> npt.NDArray[np.uint16]:
         return self.u16[self._safe(self.u16, off)]
 
-    def be32(self, off: np.ndarray) -> np.ndarray:
+    def be32(self, off: Offsets) -> npt.NDArray[np.uint32]:
         return self.u32[self._safe(self.u32, off)]
 
-    def be64(self, off: np.ndarray) -> np.ndarray:
+    def be64(self, off: Offsets) -> npt.NDArray[np.uint64]:
         return self.u64[self._safe(self.u64, off)]
 
 
-def _isin(values: np.ndarray, choices: tuple[int, ...]) -> np.ndarray:
-    out = values == choices[0]
+def _isin(values: np.ndarray, choices: tuple[int, ...]) -> npt.NDArray[np.bool_]:
+    out: npt.NDArray[np.bool_] = values == choices[0]
     for c in choices[1:]:
         out |= values == c
     return out
@@ -257,5 +252,4 @@ def proto_mix(d: Dissection, caplen: np.ndarray) -> tuple[dict[str, dict[str, in
 def _tally(codes: np.ndarray, caplen: np.ndarray, names: list[str]) -> dict[str, dict[str, int]]:
     pk = np.bincount(codes, minlength=len(names))
     by = np.bincount(codes, weights=caplen, minlength=len(names))
-    order = np.argsort(-pk, kind="stable")
-    return {names[i]: {"packets": int(pk[i]), "bytes": int(by[i])} for i in order if pk[i]}
+    return ordered_tally(pk.tolist(), [int(b) for b in by.tolist()], names)

@@ -15,13 +15,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
-import numpy as np
+from idsbench import native, settings
+from idsbench.errors import EnvironmentMissing, InputError
+from idsbench.traffic import traceinfo_native
+from idsbench.traffic.protocols import FORMAT_FIX, detect_format
 
-from idsbench.errors import InputError
-from idsbench.traffic import dissect as dis
-from idsbench.traffic.pcapfmt import RecordIndex, index_capture
+if TYPE_CHECKING:  # numpy is imported where it is used: `trace info` (native) runs without it
+    import numpy as np
+
+    from idsbench.traffic.pcapfmt import RecordIndex
 
 INFO_SCHEMA = 2  # bump when TraceInfo's content changes: old cache entries are then ignored
 MAX_DENSE_SECONDS = 200_000
@@ -30,7 +34,7 @@ LINK_NAMES = {0: "null", 1: "ethernet", 101: "raw", 108: "loop", 113: "linux-sll
 
 
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("IDSBENCH_CACHE") or Path.home() / ".cache" / "idsbench")
+    return settings.cache_dir()
 
 
 @dataclass(frozen=True)
@@ -60,13 +64,13 @@ class TraceInfo:
     mean_mbps: float = 0.0
     peak_mbps: float = 0.0
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["per_second"] = [dict(p) for p in self.per_second]
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> TraceInfo:
+    def from_dict(cls, d: dict[str, Any]) -> TraceInfo:
         d = dict(d)
         d["per_second"] = tuple(d.get("per_second") or ())
         return cls(**d)
@@ -85,16 +89,16 @@ class Packet(NamedTuple):
 
 
 @contextmanager
-def open_capture(path: Path | str):
-    """Yield (uint8 array, memoryview) over the whole file, read-only via mmap."""
-    p = Path(path)
+def _opened(p: Path) -> Iterator[tuple[BinaryIO, int]]:
+    """The open file and its size; InputError naming the file when it is missing, a directory,
+    unreadable or empty."""
     try:
         with open(p, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
             if size == 0:
                 raise InputError(f"{p} is empty, not a pcap or pcapng capture.",
                                  fix="give a capture that holds packets.")
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            yield fh, size
     except FileNotFoundError as exc:
         raise InputError(f"capture {p} does not exist.", fix="check the path (relative paths are "
                          "resolved from the current directory or the spec file's directory).") from exc
@@ -103,6 +107,16 @@ def open_capture(path: Path | str):
                          "or .pcapng file.") from exc
     except PermissionError as exc:
         raise InputError(f"capture {p} is not readable.", fix="fix its permissions.") from exc
+
+
+@contextmanager
+def open_capture(path: Path | str) -> Iterator[tuple[np.ndarray, memoryview]]:
+    """Yield (uint8 array, memoryview) over the whole file, read-only via mmap."""
+    p = Path(path)
+    with _opened(p) as (fh, _size):
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    import numpy as np
+
     view = memoryview(mm)
     buf = np.frombuffer(mm, dtype=np.uint8)
     try:
@@ -118,6 +132,8 @@ def open_capture(path: Path | str):
 
 def iter_packets(path: Path | str) -> Iterator[Packet]:
     """Every packet of the capture in file order: (ts_ns, caplen, wirelen, data, link_type)."""
+    from idsbench.traffic.pcapfmt import index_capture
+
     with open_capture(path) as (buf, raw):
         idx = index_capture(buf, raw, Path(path))
         for off, cap, wire, ts, lt in zip(idx.data_off.tolist(), idx.caplen.tolist(),
@@ -154,8 +170,15 @@ def _write_atomic(target: Path, text: str) -> None:
     os.replace(tmp, target)
 
 
-def read_info(path: Path | str, cache_dir: Path | str | None = None, *, use_cache: bool = True) -> TraceInfo:
-    """Metadata of a capture (cached by sha256). Raises InputError for missing/corrupt/unknown files."""
+def read_info(path: Path | str, cache_dir: Path | str | None = None, *, use_cache: bool = True,
+              engine: str = "auto", sha256: bool = True) -> TraceInfo:
+    """Metadata of a capture (cached by sha256). Raises InputError for missing/corrupt/unknown files.
+
+    `engine`: "native" streams the file through the ibtrace helper (memory flat in the file size),
+    "python" maps it and dissects with numpy (memory grows with it), "auto" = native when a C
+    compiler can build the helper, else python. Both give the same TraceInfo.
+    `sha256=False` skips hashing the file (the slowest part of a cold read: ~1.5 GB/s here), leaves
+    `sha256` empty and writes no cache entry; a cached entry is still used."""
     p = Path(path)
     cdir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     info_dir = cdir / "traceinfo"
@@ -167,17 +190,8 @@ def read_info(path: Path | str, cache_dir: Path | str | None = None, *, use_cach
             cached = _load_cached(info_dir / f"{known_sha}.json", p)
             if cached is not None:
                 return cached
-    with open_capture(p) as (buf, raw):
-        digests: list[str] = []
-        hasher = threading.Thread(target=_hash, args=(raw, digests), daemon=True)
-        hasher.start()
-        try:
-            idx = index_capture(buf, raw, p)
-            info = _summarise(p, buf, idx)
-        finally:
-            hasher.join()
-    info = TraceInfo.from_dict({**info.to_dict(), "sha256": digests[0]})
-    if use_cache:
+    info = _scan(p, engine, sha256)
+    if use_cache and info.sha256:
         try:
             _write_atomic(info_dir / f"{info.sha256}.json",
                           json.dumps({"schema": INFO_SCHEMA, "info": info.to_dict()}))
@@ -185,6 +199,71 @@ def read_info(path: Path | str, cache_dir: Path | str | None = None, *, use_cach
         except OSError:
             pass  # an unwritable cache only costs speed
     return info
+
+
+def _scan(p: Path, engine: str, sha256: bool) -> TraceInfo:
+    if engine not in ("auto", "native", "python"):
+        raise ValueError(f"unknown engine {engine!r}")
+    with _opened(p) as (fh, _size):
+        head = fh.read(4)
+    if detect_format(head) is None:
+        raise InputError(f"{p} is not a pcap or pcapng capture (unknown magic number {head.hex()}).",
+                         fix=FORMAT_FIX)
+    if engine != "python":
+        try:
+            program = native.program(traceinfo_native.PROGRAM)
+        except EnvironmentMissing:  # no C compiler: auto reads with numpy
+            if engine == "native":
+                raise
+        else:
+            doc, sha = traceinfo_native.scan(p, program, sha256=sha256)
+            return from_native(p, doc, sha)
+    from idsbench.traffic.pcapfmt import index_capture
+
+    with open_capture(p) as (buf, raw):
+        digests: list[str] = []
+        hasher = threading.Thread(target=_hash, args=(raw, digests), daemon=True)
+        if sha256:
+            hasher.start()
+        try:
+            idx = index_capture(buf, raw, p)
+            info = _summarise(p, buf, idx)
+        finally:
+            if sha256:
+                hasher.join()
+    return TraceInfo.from_dict({**info.to_dict(), "sha256": digests[0] if digests else ""})
+
+
+def from_native(p: Path, doc: dict[str, Any], sha256: str) -> TraceInfo:
+    """TraceInfo from ibtrace's document (the same rules as `_summarise`)."""
+    n, link_type = int(doc["packets"]), int(doc["link_type"])
+    link_name = LINK_NAMES.get(link_type, f"dlt-{link_type}")
+    if n == 0:
+        return TraceInfo(path=str(p), sha256=sha256, format=doc["format"], packets=0, bytes=0, wire_bytes=0,
+                         duration_s=0.0, start_unix=0.0, end_unix=0.0, max_frame=0, min_frame=0, avg_frame=0.0,
+                         link_type=link_type, link_name=link_name, flows=0)
+    flows = {k: int(v) for k, v in doc["flows"].items() if v or k != "sctp"}
+    by_transport, by_port = traceinfo_native.tallies(doc)
+    t0, t1 = int(doc["min_ns"]), int(doc["max_ns"])
+    duration = (t1 - t0) / 1e9
+    secs = [(int(t), int(a), int(b)) for t, a, b in doc["per_second"]]
+    if secs and secs[-1][0] < MAX_DENSE_SECONDS:
+        dense = [(t, 0, 0) for t in range(secs[-1][0] + 1)]
+        for t, a, b in secs:
+            dense[t] = (t, a, b)
+        secs = dense
+    total = int(doc["bytes"])
+    span = duration if duration > 0 else 1.0
+    return TraceInfo(
+        path=str(p), sha256=sha256, format=doc["format"], packets=n, bytes=total,
+        wire_bytes=int(doc["wire_bytes"]), duration_s=round(duration, 9), start_unix=t0 / 1e9, end_unix=t1 / 1e9,
+        max_frame=int(doc["max_frame"]), min_frame=int(doc["min_frame"]), avg_frame=round(total / n, 3),
+        link_type=link_type, link_name=link_name, flows=int(sum(flows.values())), flows_by_transport=flows,
+        proto_mix={"transport": by_transport, "port": by_port},
+        per_second=tuple({"t": t, "packets": a, "bytes": b} for t, a, b in secs),
+        mean_pps=round(n / span, 3), peak_pps=float(max(a for _, a, _ in secs)),
+        mean_mbps=round(total * 8 / span / 1e6, 6), peak_mbps=round(float(max(b for _, _, b in secs)) * 8 / 1e6, 6),
+    )
 
 
 def _load_cached(file: Path, p: Path) -> TraceInfo | None:
@@ -198,6 +277,10 @@ def _load_cached(file: Path, p: Path) -> TraceInfo | None:
 
 
 def _summarise(p: Path, buf: np.ndarray, idx: RecordIndex) -> TraceInfo:
+    import numpy as np
+
+    from idsbench.traffic import dissect as dis
+
     n = idx.packets
     cap = idx.caplen
     if n == 0:

@@ -11,15 +11,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from idsbench.errors import InputError
+from idsbench.traffic.protocols import (
+    CORRUPT_FIX,
+    FORMAT_FIX,
+    PCAP_MAGIC_NS,
+    PCAP_MAGIC_US,
+    PCAPNG_BOM,
+    PCAPNG_SHB,
+    detect_format,
+)
 
-PCAP_MAGIC_US = 0xA1B2C3D4
-PCAP_MAGIC_NS = 0xA1B23C4D
-PCAPNG_SHB = 0x0A0D0D0A
-PCAPNG_BOM = 0x1A2B3C4D
-
-_FIX = "give a classic pcap or pcapng capture (e.g. convert with `editcap -F pcap IN OUT`)"
+_FIX = FORMAT_FIX
 
 
 @dataclass(frozen=True)
@@ -40,7 +45,7 @@ class RecordIndex:
 
 
 def corrupt(path: Path, what: str) -> InputError:
-    return InputError(f"{path}: {what}.", fix=_FIX + "; if it was cut short, re-capture or trim it with editcap.")
+    return InputError(f"{path}: {what}.", fix=CORRUPT_FIX)
 
 
 def u32_view(buf: np.ndarray, big_endian: bool) -> np.ndarray:
@@ -53,17 +58,6 @@ def u32_view(buf: np.ndarray, big_endian: bool) -> np.ndarray:
 def u16be_view(buf: np.ndarray) -> np.ndarray:
     n = max(buf.size - 1, 0)
     return np.ndarray((n,), dtype=np.dtype(">u2"), buffer=buf, offset=0, strides=(1,))
-
-
-def detect_format(head: bytes) -> str | None:
-    if len(head) >= 4:
-        le = int.from_bytes(head[:4], "little")
-        if le in (PCAP_MAGIC_US, PCAP_MAGIC_NS) or int.from_bytes(head[:4], "big") in (
-                PCAP_MAGIC_US, PCAP_MAGIC_NS):
-            return "pcap"
-        if le == PCAPNG_SHB:
-            return "pcapng"
-    return None
 
 
 def index_capture(buf: np.ndarray, raw: memoryview | bytes, path: Path) -> RecordIndex:
@@ -113,7 +107,7 @@ def _index_pcap(buf: np.ndarray, raw: memoryview | bytes, path: Path) -> RecordI
     return RecordIndex("pcap", rec + 16, caplen, wirelen, ts_ns, link, link_type)
 
 
-def _ts_ns(ticks: np.ndarray, resol: int) -> np.ndarray:
+def _ts_ns(ticks: npt.NDArray[np.uint64], resol: int) -> npt.NDArray[np.int64]:
     """pcapng timestamps (units given by if_tsresol) to int64 nanoseconds."""
     exp = resol & 0x7F
     if resol & 0x80:  # power of two
@@ -123,7 +117,8 @@ def _ts_ns(ticks: np.ndarray, resol: int) -> np.ndarray:
             return whole + part.astype(np.int64)
         return np.asarray([(int(t) * 1_000_000_000) >> exp for t in ticks], dtype=np.int64)
     if exp <= 9:
-        return ticks.astype(np.int64) * (10 ** (9 - exp))
+        ns_per_tick: int = 10 ** (9 - exp)
+        return ticks.astype(np.int64) * ns_per_tick
     return (ticks // np.uint64(10 ** (exp - 9))).astype(np.int64)
 
 

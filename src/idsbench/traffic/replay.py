@@ -9,11 +9,32 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from idsbench.spec import Rate
 
 PRELOAD_LIMIT_BYTES = 1 << 30  # preload captures up to 1 GiB into RAM (no disk reads while sending)
 SHORTFALL_TOLERANCE = 0.05  # a sender more than 5% below the requested rate is flagged
+
+
+@dataclass(frozen=True)
+class Lateness:
+    """How late a sender's packets left against their deadlines (µs): median, 99th percentile, worst."""
+
+    p50_us: float
+    p99_us: float
+    max_us: float
+
+
+@dataclass(frozen=True)
+class SecondCount:
+    """Packets and bytes one replayer sent in second `t` after the replay start, and (senders that
+    keep a schedule) how many packets were due in that second."""
+
+    t: int
+    pkts: int
+    bytes: int
+    due_pkts: int | None = None
 
 
 @dataclass(frozen=True)
@@ -29,9 +50,24 @@ class ReplayResult:
     requested_pps: float | None
     exit_code: int | None
     planned_s: float | None = None  # how long the replay should take at the requested rate
+    # Beyond tcpreplay's report (the native sender fills them; tcpreplay leaves the defaults):
+    sender: str = "tcpreplay"
+    retries: int = 0  # sends retried after ENOBUFS/EAGAIN (none of them lost)
+    lateness: Lateness | None = None  # None: no schedule (topspeed) or not measured
+    per_second: tuple[SecondCount, ...] = ()
+    cpu_s: float | None = None  # CPU time the replayer used
 
-    def to_json(self) -> dict:
-        return asdict(self)
+    def to_json(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc["per_second"] = [asdict(s) for s in self.per_second]
+        return doc
+
+    @property
+    def rate_ratio(self) -> float | None:
+        """Achieved / requested packet rate (None for topspeed or when nothing was sent)."""
+        if not self.requested_pps or self.pps <= 0:
+            return None
+        return self.pps / self.requested_pps
 
     @property
     def overrun(self) -> float | None:
@@ -77,15 +113,16 @@ def tcpreplay_argv(interface: str, pcap: Path, rate: Rate, loops: int, pcap_byte
 def requested_pps(rate: Rate, trace_packets: int, trace_duration_s: float, trace_bytes: int) -> float | None:
     """Packets per second one replayer is asked to send; None for topspeed."""
     recorded = trace_packets / trace_duration_s if trace_duration_s > 0 else None
+    value = float(rate.value or 0.0)  # the spec requires one for pps, multiplier and mbps
     if rate.kind == "pps":
-        return float(rate.value)
+        return value
     if rate.kind == "recorded":
         return recorded
     if rate.kind == "multiplier":
-        return recorded * rate.value if recorded else None
+        return recorded * value if recorded else None
     if rate.kind == "mbps" and trace_packets:
         avg_frame = trace_bytes / trace_packets
-        return rate.value * 1e6 / 8 / avg_frame
+        return value * 1e6 / 8 / avg_frame
     return None
 
 

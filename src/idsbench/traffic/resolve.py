@@ -11,16 +11,17 @@ from __future__ import annotations
 import fcntl
 import json
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl
 
 from idsbench.errors import InputError, SpecError
-from idsbench.traffic.pcapfmt import detect_format
-from idsbench.traffic.synth import PROFILES, make_params, synthesize
+from idsbench.traffic.protocols import detect_format
+from idsbench.traffic.synth import PROFILES, SynthParams, make_params, synthesize
 
 BUILTIN_PREFIX = "builtin:"
 BUILTIN_SEED = 1
-BUILTIN_KEYS = {"packets": int, "duration_s": float, "rate_pps": float, "flows": int, "seed": int,
-                "marker_rate": float}
+BUILTIN_KEYS: dict[str, type[int] | type[float]] = {
+    "packets": int, "duration_s": float, "rate_pps": float, "flows": int, "seed": int, "marker_rate": float}
 
 
 def resolve_trace(ref: str, cache_dir: Path | str) -> Path:
@@ -49,24 +50,30 @@ def check_capture(ref: str | Path) -> Path:
     return path
 
 
-def builtin_params(name: str):
+def builtin_params(name: str) -> SynthParams:
     """`profile` or `profile?key=value&...` -> SynthParams (InputError naming the reference)."""
     profile, _, query = name.partition("?")
     ref = BUILTIN_PREFIX + name
     if profile not in PROFILES:
         raise InputError(f"unknown generated trace {ref}.",
                          fix=f"use one of: {', '.join(BUILTIN_PREFIX + p for p in PROFILES)}.")
-    kwargs: dict = {"seed": BUILTIN_SEED}
+    ints: dict[str, int] = {"seed": BUILTIN_SEED}
+    floats: dict[str, float] = {}
     for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)):
         if key not in BUILTIN_KEYS:
             raise InputError(f"{ref}: unknown parameter {key!r}.",
                              fix=f"use some of: {', '.join(BUILTIN_KEYS)}.")
         try:
-            kwargs[key] = BUILTIN_KEYS[key](value)
+            if BUILTIN_KEYS[key] is int:
+                ints[key] = int(value)
+            else:
+                floats[key] = float(value)
         except ValueError:
             raise InputError(f"{ref}: {key}={value!r} is not a number.", fix="give a number.") from None
     try:
-        return make_params(profile, **kwargs)
+        return make_params(profile, packets=ints.get("packets"), duration_s=floats.get("duration_s"),
+                           flows=ints.get("flows"), rate_pps=floats.get("rate_pps"), seed=ints["seed"],
+                           marker_rate=floats.get("marker_rate"))
     except SpecError as exc:
         raise InputError(f"{ref}: {exc.message}", fix=exc.fix) from exc
 
@@ -91,10 +98,11 @@ def _builtin(profile: str, cache_dir: Path) -> Path:
     return out
 
 
-def synth_metadata(path: Path | str) -> dict | None:
+def synth_metadata(path: Path | str) -> dict[str, Any] | None:
     """The generator's record for a synthesized capture (packets, flows, expected marker alerts)."""
     meta = Path(str(path) + ".json")
     try:
-        return json.loads(meta.read_text())
+        record = json.loads(meta.read_text())
     except (OSError, ValueError):
         return None
+    return record if isinstance(record, dict) else None

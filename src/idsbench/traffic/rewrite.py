@@ -22,8 +22,8 @@ import numpy as np
 
 from idsbench.errors import InputError
 from idsbench.traffic.checksum import fold
-from idsbench.traffic.dissect import dissect
-from idsbench.traffic.pcap import open_capture, read_info
+from idsbench.traffic.dissect import Dissection, dissect
+from idsbench.traffic.pcap import read_info
 from idsbench.traffic.pcapfmt import index_capture
 
 REWRITE_VERSION = 1
@@ -92,7 +92,7 @@ def rewrite_buffer(data: bytearray, index: int, name: Path) -> None:
         _fix_l4(buf, d, v6, end, delta)
 
 
-def _fix_l4(buf: np.ndarray, d, sel: np.ndarray, end: np.ndarray, delta: np.ndarray) -> None:
+def _fix_l4(buf: np.ndarray, d: Dissection, sel: np.ndarray, end: np.ndarray, delta: np.ndarray) -> None:
     """Update TCP/UDP/ICMPv6 checksums (their pseudo-headers hold the addresses)."""
     proto = d.proto[sel]
     l4 = d.l4_off[sel]
@@ -130,7 +130,7 @@ def _put(buf: np.ndarray, at: np.ndarray, values: np.ndarray, size: int) -> None
         buf[at + k] = ((v >> np.uint64(8 * (size - 1 - k))) & np.uint64(0xFF)).astype(np.uint8)
 
 
-def _in(nets: list, addrs: np.ndarray) -> np.ndarray:
+def _in(nets: list[ipaddress.IPv4Network | ipaddress.IPv6Network], addrs: np.ndarray) -> np.ndarray:
     out = np.zeros(addrs.size, dtype=bool)
     for net in nets:
         lo, hi = int(net.network_address), int(net.broadcast_address)

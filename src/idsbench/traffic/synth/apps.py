@@ -8,8 +8,10 @@ import random
 import struct
 from functools import lru_cache
 from itertools import accumulate
+from typing import TypeAlias
 
 MARKER = b"idsbench-marker"
+Payload: TypeAlias = bytes | memoryview  # bytes, or a view of the pool's (no copy)
 
 WORDS = ["alpha", "bravo", "cdn", "static", "api", "mail", "portal", "intranet", "files", "img",
          "news", "shop", "login", "update", "assets", "video", "docs", "wiki", "crm", "hr"]
@@ -31,7 +33,7 @@ class Pool:
         self.size = size
         self.rng = rng
 
-    def take(self, n: int) -> bytes | memoryview:
+    def take(self, n: int) -> Payload:
         """n opaque bytes: a view of the pool (no copy) up to the pool's size, else a new bytes."""
         if n <= self.size:
             start = self.rng.randrange(self.size)
@@ -77,7 +79,7 @@ def _ext(etype: int, body: bytes) -> bytes:
     return struct.pack("!HH", etype, len(body)) + body
 
 
-def _record(ctype: int, body: bytes, version: int = 0x0303) -> bytes:
+def _record(ctype: int, body: Payload, version: int = 0x0303) -> bytes:
     return struct.pack("!BHH", ctype, version, len(body)) + body
 
 
@@ -85,7 +87,7 @@ def _handshake(htype: int, body: bytes) -> bytes:
     return struct.pack("!B", htype) + len(body).to_bytes(3, "big") + body
 
 
-def tls_client_hello(pool: Pool, sni: str, session_id: bytes, tls13: bool) -> bytes:
+def tls_client_hello(pool: Pool, sni: str, session_id: Payload, tls13: bool) -> bytes:
     suites = [0x1301, 0x1302, 0x1303, 0xC02B, 0xC02F, 0xC02C, 0xC030, 0xCCA9, 0xCCA8, 0x009C, 0x002F]
     name = sni.encode()
     exts = _ext(0, struct.pack("!HBH", len(name) + 3, 0, len(name)) + name)
@@ -103,7 +105,7 @@ def tls_client_hello(pool: Pool, sni: str, session_id: bytes, tls13: bool) -> by
     return _record(22, _handshake(1, body), version=0x0301)
 
 
-def tls_server_hello(pool: Pool, session_id: bytes, tls13: bool) -> bytes:
+def tls_server_hello(pool: Pool, session_id: Payload, tls13: bool) -> bytes:
     if tls13:
         exts = _ext(43, b"\x03\x04") + _ext(51, struct.pack("!HH", 0x001D, 32) + pool.take(32))
         suite = 0x1301
@@ -216,7 +218,7 @@ def ssh_packet(payload: bytes) -> bytes:
     return struct.pack("!IB", len(payload) + pad + 1, pad) + payload + b"\0" * pad
 
 
-def ssh_string(data: bytes) -> bytes:
+def ssh_string(data: Payload) -> bytes:
     return struct.pack("!I", len(data)) + data
 
 

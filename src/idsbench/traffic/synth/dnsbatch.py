@@ -65,6 +65,7 @@ class DnsBatch:
         self.t0: list[int] = []
         self.markers: dict[int, bytes] = {}  # lookup index -> marker token
         self.unanswered: list[int] = []
+        self.recent_keys = np.empty(0, dtype=np.int64)  # (client, server, port) of the previous batch
 
     def add(self, t0: int, marker: bytes | None, answered: bool = True) -> None:
         if marker:
@@ -77,25 +78,36 @@ class DnsBatch:
         return len(self.t0)
 
     def _ports(self, ci: np.ndarray, si: np.ndarray) -> np.ndarray:
-        """Client ports in 32768..60999, each (client, server, port) used once (while possible)."""
+        """Client ports in 32768..60999, each (client, server, port) used once in this batch and the
+        previous one (while possible)."""
         g = self.gen
         cport = g.integers(32768, 61000, ci.size)
         pair = ci * len(self.servers) + si
+        recent = self.recent_keys
         for _ in range(64):
             key = pair * 28232 + (cport - 32768)
-            _, first = np.unique(key, return_index=True)
-            dup = np.ones(key.size, dtype=bool)
+            _, first = np.unique(np.concatenate((recent, key)), return_index=True)
+            dup = np.ones(recent.size + key.size, dtype=bool)
             dup[first] = False
+            dup = dup[recent.size:]
             if not dup.any():
                 break
             cport[dup] = g.integers(32768, 61000, int(dup.sum()))
+        self.recent_keys = pair * 28232 + (cport - 32768)
         return cport
 
     def build(self, end_ns: int) -> tuple[list[int], list[bytes]]:
-        """(timestamps ns, frames): per lookup its query, then its answer (if any)."""
+        """(timestamps ns, frames) of the lookups added since the last build: per lookup its query,
+        then its answer (if any)."""
         n = len(self.t0)
         if n == 0:
             return [], []
+        try:
+            return self._build(n, end_ns)
+        finally:
+            self.t0, self.markers, self.unanswered = [], {}, []
+
+    def _build(self, n: int, end_ns: int) -> tuple[list[int], list[bytes]]:
         g = self.gen
         t0 = np.asarray(self.t0, dtype=np.int64)
         ci = g.integers(0, len(self.clients), n)
@@ -190,7 +202,7 @@ class DnsBatch:
                 answers[k] = blob[start:e]
                 start = e
         others = np.nonzero(~((qi == QI_A) | (qi == QI_AAAA)) & (count > 0))[0]
-        heads = {}
+        heads: dict[int, bytes] = {}  # qtype index -> answer head up to the TTL
         for k, qidx, ttl, x, h in zip(others.tolist(), qi[others].tolist(), rr_ttl[others].tolist(),
                                       extra[others].tolist(), host[others].tolist()):
             if qidx == QI_HTTPS:

@@ -7,25 +7,26 @@ None) and `sid` the rule that will alert on it (0 when no marker was embedded).
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from idsbench.traffic.synth import apps
 from idsbench.traffic.synth.frames import GATEWAY_MAC, Path, mac_for, udp_frame
+from idsbench.traffic.synth.rng import Rng
 from idsbench.traffic.synth.tcp import US, FlowBuf, TcpConn
 
 MS = 1_000_000
 SID_TCP, SID_UDP, SID_ICMP = 1990001, 1990002, 1990003
 SERVER_TTLS = (52, 54, 57, 116, 243)
 LOG_4 = math.log(4.0)
+USED_WINDOW = 50_000
 
 
 @dataclass
 class Ctx:
     """Everything flows share: randomness, address plan, size scale."""
 
-    rng: random.Random
+    rng: Rng
     pool: apps.Pool
     clients: list[bytes]
     servers: dict[str, list[bytes]]
@@ -33,6 +34,13 @@ class Ctx:
     budget: int = 1 << 62  # packets the trace still needs
     buf: FlowBuf = field(default_factory=FlowBuf)
     used: set[tuple[bytes, int, bytes, int]] = field(default_factory=set)
+    used_before: set[tuple[bytes, int, bytes, int]] = field(default_factory=set)  # the previous window
+
+    def forget_before(self, t0: int) -> None:
+        """Bound the memory of used 5-tuples: keep the last two windows of USED_WINDOW flows (a port
+        is reused only after many flows, as ephemeral ports are). `t0` is the generator's watermark."""
+        if len(self.used) >= USED_WINDOW:
+            self.used_before, self.used = self.used, set()
 
     def lognorm(self, median: float, sigma: float, lo: float, hi: float) -> float:
         return min(max(self.rng.lognormvariate(math.log(median), sigma), lo), hi)
@@ -45,11 +53,11 @@ class Ctx:
         rng = self.rng
         client = rng.choice(self.clients)
         server = rng.choice(self.servers[service])
-        used = self.used
+        used, before = self.used, self.used_before
         while True:
             cport = rng.randint(32768, 60999)
             key = (client, cport, server, port)
-            if key not in used:
+            if key not in used and key not in before:
                 used.add(key)
                 return client, server, cport
 
@@ -173,7 +181,10 @@ def smtp(ctx: Ctx, t0: int, marker: bytes | None) -> int:
     conn = ctx.tcp("mail", 25, t0, ctx.lognorm(40, 0.6, 5, 400))
     conn.handshake()
     rng = ctx.rng
-    think = lambda: rng.randint(1, 15) * MS  # noqa: E731 - server processing time
+
+    def think() -> int:
+        return rng.randint(1, 15) * MS
+
     conn.send(False, b"220 mx.corp.example ESMTP Postfix (Debian/GNU)\r\n", think())
     client = apps.hostname(rng).encode()
     dialog = [

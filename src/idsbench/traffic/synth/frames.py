@@ -1,7 +1,7 @@
 """Ethernet/IPv4 frame builders and the packet sink that flows write into.
 
-Frames are built with zero checksums; `writer.write_pcap` fills every checksum at once
-(vectorised) after ordering the packets by time.
+Frames are built with zero checksums; `stream.PcapStream` fills the checksums of each batch at once
+as it writes the records.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class Sink:
 class Path:
     """One direction between two hosts: constant Ethernet/IP fields packed once."""
 
-    __slots__ = ("dst_mac", "src_mac", "src", "dst", "ttl", "ip_id")
+    __slots__ = ("dst", "dst_mac", "ip_id", "src", "src_mac", "ttl")
 
     def __init__(self, src: bytes, dst: bytes, src_mac: bytes, dst_mac: bytes, ttl: int, ip_id: int):
         self.src, self.dst, self.src_mac, self.dst_mac = src, dst, src_mac, dst_mac

@@ -9,19 +9,24 @@ import random
 from dataclasses import asdict, dataclass, field
 from itertools import accumulate
 from pathlib import Path
+from typing import Any
 
-from idsbench.errors import SpecError
 import numpy as np
 
-from idsbench.traffic.synth import apps, flows as fl
+from idsbench.errors import SpecError
+from idsbench.store import atomic
+from idsbench.traffic.synth import apps
+from idsbench.traffic.synth import flows as fl
 from idsbench.traffic.synth.dnsbatch import DnsBatch
 from idsbench.traffic.synth.profiles import PROFILES, Profile
 from idsbench.traffic.synth.rng import Rng
+from idsbench.traffic.synth.stream import PcapStream
 from idsbench.traffic.synth.tcp import FlowBuf
-from idsbench.traffic.synth.writer import write_atomic, write_pcap
 
-GENERATOR_VERSION = 2  # 2: DNS lookups built in numpy batches, flow plan drawn from numpy
+GENERATOR_VERSION = 3  # 2: DNS lookups built in numpy batches, flow plan drawn from numpy; 3: flows in
+# start order (Poisson starts), written while generated (memory bounded)
 START_UNIX = 1_700_000_000  # fixed epoch of every generated capture (2023-11-14 22:13:20 UTC)
+START_NS = START_UNIX * 1_000_000_000
 SERVICES = {"web": 24, "dns": 2, "mail": 2, "ssh": 6, "bulk": 4, "icmp": 12}
 MAX_PACKETS = 50_000_000
 
@@ -55,7 +60,7 @@ class SynthResult:
     markers_by_sid: dict[int, int] = field(default_factory=dict)
     params: SynthParams | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["path"] = str(self.path)
         d["markers_by_sid"] = {str(k): v for k, v in self.markers_by_sid.items()}
@@ -134,38 +139,65 @@ def _squeeze(buf: FlowBuf, t0: int, end: int) -> None:
     buf.ts = [t0 + (t - t0) * num // den for t in buf.ts]
 
 
-Generated = tuple[list[int], list[bytes], dict[int, int], int]
+@dataclass(frozen=True)
+class Generated:
+    """What one generation run wrote (the capture itself is in its PcapStream)."""
+
+    markers: dict[int, int]
+    flows: int
+    stream: PcapStream
 
 
-def generate(p: SynthParams) -> Generated:
-    """(timestamps ns, frames, markers per sid, flow count) for the parameters.
+def generate(p: SynthParams, out: Path) -> Generated:
+    """Generate the capture for the parameters into `out` (streamed: memory stays bounded).
 
     With a target flow count, flow sizes are scaled and the generation repeated (deterministically)
-    until the count is within 10 % of the target, or the closest of a few attempts is taken."""
+    until the count is within 10 % of the target, or the closest of a few attempts is kept."""
     prof = profile_named(p.profile)
     if p.flows is None:
-        return _generate(p, 1.0)
+        return _generate(p, 1.0, PcapStream(out, START_NS))
     scale = min(max(p.packets / p.flows / prof.pkts_per_flow, 0.01), 100_000.0)
     best: Generated | None = None
-    for _ in range(6):
-        out = _generate(p, scale)
-        if best is None or abs(out[3] - p.flows) < abs(best[3] - p.flows):
-            best = out
-        ratio = out[3] / p.flows
-        if abs(ratio - 1) <= 0.1:
-            break
-        scale *= min(max(ratio, 0.25), 4.0)
+    try:
+        for attempt in range(6):
+            run = _generate(p, scale, PcapStream(out.with_name(f"{out.name}.try{attempt}"), START_NS))
+            if best is None or abs(run.flows - p.flows) < abs(best.flows - p.flows):
+                if best is not None:
+                    best.stream.discard()
+                best = run
+            else:
+                run.stream.discard()
+            ratio = run.flows / p.flows
+            if abs(ratio - 1) <= 0.1:
+                break
+            scale *= min(max(ratio, 0.25), 4.0)
+    except BaseException:
+        if best is not None:
+            best.stream.discard()
+        raise
     assert best is not None
+    best.stream.path = out
     return best
 
 
 PLAN_BLOCK = 4096
+PRIOR_FLOWS = 8  # weight (in flows) of the profile's packets-per-flow before any flow was made
 
 
-def _generate(p: SynthParams, scale: float) -> Generated:
-    """Flow kinds, markers and start times come from a numpy stream (drawn in blocks), TCP/ICMP
-    flows are built one by one with the Python Rng, DNS lookups are collected and built in one
-    batch at the end (their packet count is known up front: 2, or 1 for a lone query)."""
+def _generate(p: SynthParams, scale: float, sink: PcapStream) -> Generated:
+    """Flows in increasing start time, so every packet before the latest start is final and can be
+    written: starts follow a Poisson process whose rate is steered so the packet budget runs out as
+    the trace span ends (expected flows left = packets left / mean packets per flow so far). Flow
+    kinds, markers and gaps come from a numpy stream (drawn in blocks), TCP/ICMP flows are built
+    one by one with the Python Rng, DNS lookups are batched (numpy) between flushes."""
+    try:
+        return _generate_into(p, scale, sink)
+    except BaseException:
+        sink.discard()
+        raise
+
+
+def _generate_into(p: SynthParams, scale: float, sink: PcapStream) -> Generated:
     prof = profile_named(p.profile)
     rng = Rng(p.seed)
     plan = np.random.Generator(np.random.PCG64(np.random.SeedSequence([p.seed, 1])))
@@ -178,26 +210,29 @@ def _generate(p: SynthParams, scale: float) -> Generated:
     cum = np.array(list(accumulate(prof.mix.values())), dtype=np.float64)
     end = int(p.duration_s * 1e9)
     span = max(int(end * 0.95), 1)
-    ts: list[int] = []
-    frames: list[bytes] = []
+    prior = prof.pkts_per_flow * scale if p.flows is None else n_target / p.flows
     markers: dict[int, int] = {}
     n_flows = n_markers = n_pkts = 0
     kinds: list[int] = []
     marked: list[bool] = []
-    starts: list[int] = []
+    gaps: list[float] = []
     j = 0
+    t = 0.0
     dns = fl.dns
+    buf: FlowBuf | None
     while n_pkts < n_target:
         if j == len(kinds):
             u = plan.random((2, PLAN_BLOCK))
             kinds = np.minimum(np.searchsorted(cum, u[0] * cum[-1], side="right"), len(cum) - 1).tolist()
             marked = (u[1] < p.marker_rate).tolist()
-            starts = plan.integers(0, span, PLAN_BLOCK).tolist()
+            gaps = plan.standard_exponential(PLAN_BLOCK).tolist()
             j = 0
         remaining = n_target - n_pkts
+        per_flow = (prior * PRIOR_FLOWS + n_pkts) / (PRIOR_FLOWS + n_flows)
+        t = min(t + gaps[j] * (span - t) / max(remaining / per_flow, 1.0), span - 1.0)
+        t0 = int(t)
         flow = flow_types[kinds[j]]
         marker = apps.marker_token(n_markers + 1) if marked[j] else None
-        t0 = starts[j]
         j += 1
         n_flows += 1
         if flow is dns:
@@ -216,16 +251,29 @@ def _generate(p: SynthParams, scale: float) -> Generated:
             else:
                 if max(buf.ts) >= end:
                     _squeeze(buf, t0, end)
-                ts.extend(buf.ts)
-                frames.extend(buf.frames)
+                sink.add(buf.ts, buf.frames)
+                sink.add_bytes(buf.size)
                 n_pkts += len(buf)
         if sid:
             markers[sid] = markers.get(sid, 0) + 1
             n_markers += 1
-    dns_ts, dns_frames = lookups.build(end)
-    ts.extend(dns_ts)
-    frames.extend(dns_frames)
-    return ts, frames, markers, n_flows
+        if len(lookups) >= LOOKUP_BATCH or sink.due():
+            _flush(sink, lookups, end, t0)
+            ctx.forget_before(t0)
+    _flush(sink, lookups, end, 1 << 62)
+    return Generated(markers, n_flows, sink)
+
+
+LOOKUP_BATCH = 1 << 15
+
+
+def _flush(sink: PcapStream, lookups: DnsBatch, end: int, watermark: int) -> None:
+    """Build the DNS lookups collected so far, then write every packet before `watermark`."""
+    if len(lookups):
+        ts, frames = lookups.build(end)
+        sink.add(ts, frames)
+    if sink.due() or watermark >= 1 << 62:
+        sink.flush(watermark)
 
 
 def _rebuild_smaller(ctx: fl.Ctx, flow: fl.FlowFn, t0: int, marker: bytes | None, remaining: int,
@@ -247,17 +295,17 @@ def _rebuild_smaller(ctx: fl.Ctx, flow: fl.FlowFn, t0: int, marker: bytes | None
     return ctx.buf, sid
 
 
-def synthesize(profile: str, out: Path | str, **params) -> SynthResult:
+def synthesize(profile: str, out: Path | str, **params: Any) -> SynthResult:
     """Generate a capture to `out` and a sidecar `<out>.json` with its ground truth (marker alerts)."""
     p = params.pop("params", None) or make_params(profile, **params)
-    ts, frames, markers, n_flows = generate(p)
     out = Path(out)
-    sha256 = write_pcap(out, ts, frames, START_UNIX * 1_000_000_000)
+    run = generate(p, out)
+    stream = run.stream
+    sha256 = stream.close()
     result = SynthResult(
-        path=out, sha256=sha256, packets=len(frames),
-        bytes=sum(len(f) for f in frames), flows=n_flows,
-        duration_s=round((max(ts) - min(ts)) / 1e9, 6) if ts else 0.0,
-        markers=sum(markers.values()), markers_by_sid=dict(sorted(markers.items())), params=p,
+        path=out, sha256=sha256, packets=stream.packets, bytes=stream.bytes, flows=run.flows,
+        duration_s=round(stream.span_ns / 1e9, 6) if stream.packets else 0.0,
+        markers=sum(run.markers.values()), markers_by_sid=dict(sorted(run.markers.items())), params=p,
     )
-    write_atomic(out.with_name(out.name + ".json"), json.dumps(result.to_dict(), indent=1).encode())
+    atomic.write_text(out.with_name(out.name + ".json"), json.dumps(result.to_dict(), indent=1))
     return result

@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import random
 from bisect import bisect
-from math import exp, log
+from collections.abc import Sequence
+from math import exp, log, sqrt
+from typing import TYPE_CHECKING, TypeVar
 
-NV_MAGICCONST = random.NV_MAGICCONST
+if TYPE_CHECKING:
+    from _typeshed import SupportsLenAndGetItem
+
+_T = TypeVar("_T")
+
+NV_MAGICCONST = 4 * exp(-0.5) / sqrt(2.0)  # random.NV_MAGICCONST, computed alike (it is not in the stubs)
 
 
 class Rng(random.Random):
-    def choice(self, seq):
+    def choice(self, seq: SupportsLenAndGetItem[_T]) -> _T:
         n = len(seq)
         if not n:
             raise IndexError("Cannot choose from an empty sequence")
@@ -27,7 +34,7 @@ class Rng(random.Random):
             r = getrandbits(k)
         return seq[r]
 
-    def randrange(self, start, stop=None, step=1):
+    def randrange(self, start: int, stop: int | None = None, step: int = 1) -> int:
         if step != 1 or type(start) is not int or (stop is not None and type(stop) is not int):
             return super().randrange(start, stop, step)
         n = start if stop is None else stop - start
@@ -40,7 +47,7 @@ class Rng(random.Random):
             r = getrandbits(k)
         return r if stop is None else start + r
 
-    def randint(self, a, b):
+    def randint(self, a: int, b: int) -> int:
         if type(a) is not int or type(b) is not int or b < a:
             return super().randint(a, b)
         n = b - a + 1
@@ -51,7 +58,7 @@ class Rng(random.Random):
             r = getrandbits(k)
         return a + r
 
-    def lognormvariate(self, mu, sigma):
+    def lognormvariate(self, mu: float, sigma: float) -> float:
         random_ = self.random
         while True:  # normalvariate (Kinderman and Monahan), as in the stdlib
             u1 = random_()
@@ -62,6 +69,6 @@ class Rng(random.Random):
                 break
         return exp(mu + z * sigma)
 
-    def weighted(self, population, cum_weights):
+    def weighted(self, population: Sequence[_T], cum_weights: Sequence[float]) -> _T:
         """`choices(population, cum_weights=cum_weights)[0]`."""
         return population[bisect(cum_weights, self.random() * (cum_weights[-1] + 0.0), 0, len(cum_weights) - 1)]
