@@ -1,0 +1,1 @@
+"""Lossless-throughput and minimum-CPU search: trials over the same stages as a sample."""

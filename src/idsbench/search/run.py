@@ -1,0 +1,295 @@
+"""Search one case: trials on a warm sensor (or a fresh one each), the bracket, verification.
+
+A trial replays the case's trace at one value of the axis for `search.trial_s` seconds and judges it
+by the loss waterfall (every drop point, not only the capture drops). Warm trials share one running
+sensor: its counters are read before and after each trial, and each trial sends its own flows (the
+rewriter's address blocks), so no state carries over. The verification at the result is a cold
+sample of `search.final_s` seconds, stored as the case's sample s0 (the NDR) — a full sample with
+its verdict — or as a cold trial for the other tolerances.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from idsbench.accounting import Waterfall, waterfall_of
+from idsbench.plan import Case
+from idsbench.run.context import CampaignContext
+from idsbench.run.sample import SampleRun
+from idsbench.run.session import Phase, SampleDeps, SensorSession, TrialOutcome
+from idsbench.search.axis import Axis, axis_for
+from idsbench.search.bracket import Bracket, BracketSearch, Observation
+from idsbench.sensors.base import Counters
+from idsbench.store import atomic
+from idsbench.store.layout import SEARCH_DIR, SEARCH_FILE
+from idsbench.store.schema import SampleSummary, SearchResult, ToleranceResult, TrialRecord, WaterfallRecord
+from idsbench.traffic.rewrite import MAX_INDEX, distinct_copy
+
+SENDER_SHORT = 0.05  # a trial that sent more than 5% below the offered load is sender-limited
+VERIFY_STEPS = 4     # verification trials per tolerance before giving up
+
+
+class CaseSearch:
+    def __init__(self, ctx: CampaignContext, case: Case, deps: SampleDeps | None = None,
+                 phase: Phase = lambda _p: None):
+        self.ctx, self.case, self.phase = ctx, case, phase
+        self.deps = deps or SampleDeps()
+        self.cfg = ctx.spec.search
+        self.dir = ctx.layout.root / SEARCH_DIR / case.case_id
+        self.trials: list[TrialRecord] = []
+        self.notes: list[str] = []
+        self.search: BracketSearch | None = None
+        self._flow_block = 0
+        self.warm = self.cfg.warm  # one sensor for every trial (run() turns it off where it cannot be)
+
+    def run(self) -> SearchResult:
+        started = time.monotonic()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        axis = self.axis = axis_for(self.ctx, self.case)
+        warm = self.warm = self.cfg.warm
+        if warm and axis.name == "cpus" and self.case.setup != "baremetal":
+            warm = self.warm = False
+            self.notes.append(f"the cpus axis on {self.case.setup} runs cold trials (its limit is set at start)")
+        if warm:
+            with self.deps.make_stack(self.ctx.state_dir) as stack:
+                # the cpus axis starts at the largest allocation (a limit that can then be lowered)
+                case = axis.case_for(axis.high, self.cfg.trial_s) if axis.name == "cpus" else self.case
+                session = SensorSession(self.ctx, case, self.dir / "warm", self.deps, stack,
+                                        f"{stack.run_id}-warm", self.phase)
+                (self.dir / "warm").mkdir(exist_ok=True)
+                try:
+                    if session.open():
+                        axis = self._search(axis, lambda value: self._warm_trial(session, self.axis, value))
+                    else:
+                        self.notes.append(f"the sensor did not start: {session.facts.sensor_failure}")
+                finally:
+                    session.close()
+        else:
+            axis = self._search(axis, lambda value: self._cold_trial(self.axis, value, self.cfg.trial_s,
+                                                                    f"t{len(self.trials)}"))
+        results = self._results(axis)
+        verification = self._verify(axis, results)
+        result = SearchResult(
+            case_id=self.case.case_id, axis=axis.name, unit=axis.unit, precision=self.cfg.precision,
+            mode="warm" if warm else "cold", avg_frame_bytes=axis.avg_frame, sender_ceiling_pps=axis.ceiling_pps,
+            fixed_load_pps=axis.fixed_load_pps, results=tuple(results), trials=tuple(self.trials),
+            verification=tuple(verification), elapsed_s=round(time.monotonic() - started, 3), notes=tuple(self.notes))
+        atomic.write_json(self.dir / SEARCH_FILE, result.model_dump(mode="json"))
+        return result
+
+    def _search(self, axis: Axis, trial: Callable[[float | None], TrialRecord]) -> Axis:
+        """The loop: measure the sender's ceiling when the top is unknown, then bracket."""
+        self.axis = axis
+        if axis.needs_ceiling:
+            first = trial(None)
+            if first.sensor_failed or first.achieved_pps <= 0:
+                self.notes.append("the ceiling trial failed: " + (first.sensor_failed or "nothing was sent"))
+                self.search = None
+                return axis
+            axis = self.axis = axis.with_ceiling(first.achieved_pps)
+            self.trials[-1] = first = first.model_copy(update={"value": axis.high})
+        search = self.search = BracketSearch(tuple(self.cfg.tolerances), self.cfg.precision, axis.low, axis.high,
+                                             direction=axis.direction, integer=axis.integer)
+        if self.trials and _accounted(self.trials[-1]):
+            search.record(self._observation(axis, self.trials[-1]))
+        while (value := search.next_value()) is not None and len(self.trials) < self.cfg.max_trials:
+            record = trial(value)
+            if not _accounted(record):
+                continue  # tried again: a trial that does not add up tells nothing about the sensor
+            search.record(self._observation(axis, record))
+            if record.sensor_failed and self.warm:  # one sensor for all trials: it is gone
+                self.notes.append(f"trial {record.index}: {record.sensor_failed}; the search stopped")
+                break
+        if search.next_value() is not None and len(self.trials) >= self.cfg.max_trials:
+            self.notes.append(f"stopped after search.max_trials = {self.cfg.max_trials} trials")
+        return axis
+
+    def _warm_trial(self, session: SensorSession, axis: Axis, value: float | None) -> TrialRecord:
+        if not session.alive():
+            record = self._failed_record(axis, value, "warm", session.facts.sensor_failure or "the sensor is gone")
+            self.trials.append(record)
+            return record
+        if axis.name == "cpus" and value is not None and not session.set_cpus(value):
+            record = self._failed_record(axis, value, "warm", "this setup cannot change its CPU limit while running")
+            self.trials.append(record)
+            return record
+        case = axis.case_for(value, self.cfg.trial_s)
+        out = self.dir / f"t{len(self.trials)}"
+        out.mkdir(parents=True, exist_ok=True)
+        plan = session.plan(case, self._fresh_flows(case), out)
+        usage_before = session.cpu_seconds()
+        outcome = session.trial(plan, settle_s=0.0)
+        record = self._record(axis, value, "warm", outcome, len(self.trials),
+                              usage=self._usage(session.cpu_seconds(), usage_before, outcome))
+        self.trials.append(record)
+        if not _accounted(record) and record.sensor_failed is None:
+            w = record.waterfall
+            synced = session.resync()
+            self.notes.append(
+                f"trial {record.index}: {w.unaccounted_pkts if w else record.sent_pkts:+d} packets unaccounted for "
+                "after the drain (the sensor's counters lagged its interface); not judged, "
+                + ("tried again" if synced else "and the sensor never caught up"))
+        return record
+
+    def _cold_trial(self, axis: Axis, value: float | None, duration_s: float, name: str) -> TrialRecord:
+        case = axis.case_for(value, duration_s)
+        sample_dir = self.dir / name
+        sample_dir.mkdir(parents=True, exist_ok=True)
+        with self.deps.make_stack(self.ctx.state_dir) as stack:
+            session = SensorSession(self.ctx, case, sample_dir, self.deps, stack, f"{stack.run_id}-{name}", self.phase)
+            try:
+                if not session.open():
+                    record = self._failed_record(axis, value, "cold", session.facts.sensor_failure)
+                else:
+                    plan = session.plan(case, self.ctx.replay_paths(case), sample_dir)
+                    usage_before = session.cpu_seconds()
+                    outcome = session.trial(plan, settle_s=0.0)
+                    record = self._record(axis, value, "cold", outcome, len(self.trials),
+                                          usage=self._usage(session.cpu_seconds(), usage_before, outcome))
+            finally:
+                session.close()
+        if name.startswith("t"):
+            self.trials.append(record)
+        return record
+
+    @staticmethod
+    def _usage(after: float | None, before: float | None, outcome: TrialOutcome) -> float | None:
+        """Cores the sensor used over the trial (a hint for the cpus axis)."""
+        rec = outcome.replay.record
+        span = rec.end_unix - rec.start_unix
+        if after is None or before is None or span <= 0:
+            return None
+        return round((after - before) / span, 4)
+
+    def _fresh_flows(self, case: Case) -> list[Path]:
+        """Each warm trial sends flows no earlier trial sent (address blocks of the rewriter)."""
+        original = Path(self.ctx.traces[case.trace].path)
+        paths = []
+        for _ in range(case.replayers):
+            self._flow_block = self._flow_block % MAX_INDEX + 1
+            paths.append(distinct_copy(original, self._flow_block, self.ctx.cache_dir))
+        return paths
+
+    def _record(self, axis: Axis, value: float | None, mode: str, outcome: TrialOutcome, index: int,
+                usage: float | None = None) -> TrialRecord:
+        rec = outcome.replay.record
+        elapsed = max((r.elapsed_s for r in rec.replayers), default=0.0) or (rec.end_unix - rec.start_unix)
+        achieved = sum(r.pps for r in rec.replayers)
+        offered = axis.offered_pps(value)
+        wf = outcome.waterfall
+        return TrialRecord(
+            index=index, mode="warm" if mode == "warm" else "cold", value=value if value is not None else achieved,
+            offered_pps=offered, sensor_cpus_used=usage,
+            achieved_pps=round(achieved, 3), achieved_mbps=round(sum(r.mbps for r in rec.replayers), 3),
+            duration_s=round(elapsed, 3), sent_pkts=rec.sent_pkts, counters=outcome.counters or Counters(),
+            waterfall=waterfall_record(wf) if wf else None,
+            sender_limited=offered is not None and achieved < offered * (1 - SENDER_SHORT),
+            sensor_failed=None if outcome.sensor_alive else "the sensor died during the trial",
+            started_unix=rec.start_unix, ended_unix=rec.end_unix)
+
+    def _failed_record(self, axis: Axis, value: float | None, mode: str, why: str | None) -> TrialRecord:
+        return TrialRecord(index=len(self.trials), mode="warm" if mode == "warm" else "cold", value=value or 0.0,
+                           offered_pps=axis.offered_pps(value), achieved_pps=0.0, duration_s=0.0, sent_pkts=0,
+                           sensor_failed=why or "the sensor did not start")
+
+    def _observation(self, axis: Axis, record: TrialRecord) -> Observation:
+        loss = 1.0 if record.sensor_failed or record.waterfall is None else record.waterfall.loss_ratio
+        achieved = axis.value_of_achieved(record.achieved_pps)
+        return Observation(record.value, loss, sender_limited=record.sender_limited, achieved=achieved,
+                           usage=record.sensor_cpus_used)
+
+    # --- results ------------------------------------------------------------------------------
+    def _results(self, axis: Axis) -> list[ToleranceResult]:
+        brackets = self.search.result() if self.search is not None else \
+            [Bracket(t) for t in sorted(self.cfg.tolerances)]
+        out = []
+        for b in brackets:
+            bracket = None
+            if b.passed is not None and b.failed is not None:
+                lo, hi = sorted((b.passed, b.failed))
+                bracket = (lo, hi)
+            out.append(ToleranceResult(tolerance=b.tolerance, value=b.passed,
+                                       value_pps=axis.pps_of(b.passed) if b.passed is not None else None,
+                                       bracket=bracket, lower_bound=b.lower_bound))
+        return out
+
+    def _verify(self, axis: Axis, results: list[ToleranceResult]) -> list[TrialRecord]:
+        """A final-length cold trial at each result (the NDR as the case's sample s0). A result that
+        fails it is stepped back by the precision, cold, until one holds (at most VERIFY_STEPS)."""
+        verified: list[TrialRecord] = []
+        for i, r in enumerate(results):
+            value = r.value
+            attempts = 0
+            while value is not None and attempts < VERIFY_STEPS:
+                self.phase(f"verify {r.tolerance:g}")
+                record = self._verify_at(axis, value, i, len(self.trials) + len(verified))
+                verified.append(record)
+                attempts += 1
+                passed = record.sensor_failed is None and record.waterfall is not None and \
+                    record.waterfall.loss_ratio <= r.tolerance
+                if passed:
+                    failed_at = r.bracket[1] if r.bracket and value == r.value else _last_failed(verified, value)
+                    bracket = tuple(sorted((value, failed_at))) if failed_at is not None else r.bracket
+                    r = r.model_copy(update={"value": value, "value_pps": axis.pps_of(value), "verified": True,
+                                             "bracket": bracket})
+                    break
+                value = self._step_back(axis, value)
+                r = r.model_copy(update={"verified": False})
+            if r.verified is False:
+                r = r.model_copy(update={"value": None, "value_pps": None})
+                self.notes.append(f"tolerance {r.tolerance:g}: no value held in {VERIFY_STEPS} verification trials")
+            results[i] = r
+        return verified
+
+    def _verify_at(self, axis: Axis, value: float, tolerance_index: int, index: int) -> TrialRecord:
+        if tolerance_index > 0:
+            return self._cold_trial(axis, value, self.cfg.final_s, f"verify-{index}").model_copy(
+                update={"index": index})
+        sample = SampleRun(self.ctx, axis.case_for(value, self.cfg.final_s), 0, self.deps, self.phase,
+                           case_id=self.case.case_id).run().summary
+        replay = sample.replay
+        return TrialRecord(
+            index=index, mode="cold", value=value, offered_pps=axis.offered_pps(value),
+            achieved_pps=sum(x.pps for x in replay.replayers) if replay else 0.0,
+            duration_s=self.cfg.final_s, sent_pkts=replay.sent_pkts if replay else 0,
+            counters=sample.sensor.counters, waterfall=loss_of_sample(sample),
+            sensor_failed=None if sample.status in ("ok", "invalid") else sample.reason)
+
+    def _step_back(self, axis: Axis, value: float) -> float | None:
+        """The next value to verify after a failure: one precision step towards safety."""
+        step = value / (1 + self.cfg.precision) if axis.direction == "max" else value * (1 + self.cfg.precision)
+        if axis.integer:
+            step = value - 1 if axis.direction == "max" else value + 1
+        if not axis.low <= step <= axis.high:
+            return None
+        return step
+
+
+def _last_failed(records: list[TrialRecord], passed_at: float) -> float | None:
+    failed = [r.value for r in records if r.value != passed_at]
+    return failed[-1] if failed else None
+
+
+def waterfall_record(wf: Waterfall) -> WaterfallRecord:
+    return WaterfallRecord(
+        sent=wf.sent, loss_sender_pkts=wf.loss_sender_pkts, loss_wire_pkts=wf.loss_wire_pkts,
+        loss_nic_pkts=wf.loss_nic_pkts, loss_softnet_pkts=wf.loss_softnet_pkts,
+        loss_capture_pkts=wf.loss_capture_pkts, unprocessed_pkts=wf.unprocessed_pkts, decoded_pkts=wf.decoded_pkts,
+        unaccounted_pkts=wf.unaccounted_pkts, invisible=wf.invisible, loss_ratio=round(wf.loss_ratio, 9))
+
+
+def loss_of_sample(summary: SampleSummary) -> WaterfallRecord | None:
+    if summary.replay is None:
+        return None
+    return waterfall_record(waterfall_of(summary.replay.sent_pkts, summary.wire, summary.sensor.counters,
+                                            summary.invisible))
+
+
+def _accounted(record: TrialRecord) -> bool:
+    """The trial's packets all add up (drops the host cannot see are allowed where it says so)."""
+    if record.sensor_failed is not None:
+        return True  # a dead sensor is a result (a failure at this load)
+    w = record.waterfall
+    return w is not None and (w.unaccounted_pkts == 0 or (bool(w.invisible) and w.unaccounted_pkts > 0))
