@@ -1,0 +1,69 @@
+"""`collect()`: probe this host (and some of its interfaces, optionally inside a network namespace)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from idsbench.probe import host
+from idsbench.probe.hypervisor import detect
+from idsbench.probe.model import SCHEMA, HostProbe, InterfaceProbe, TimerCosts
+from idsbench.probe.netif import probe_in_netns, probe_interface
+from idsbench.probe.sensor import probe_suricata
+from idsbench.probe.sysfs import read_text
+from idsbench.probe.timers import measure
+
+
+def collect(interfaces: Sequence[str] = (), netns: str | None = None, sensor: bool = True, *,
+            timers: bool = True, sensor_binary: str = "suricata", root: Path = Path("/")) -> HostProbe:
+    """Everything about this host that can change a result. `interfaces` are looked up in `netns`
+    when given (root needed), else in this namespace; an unknown interface is an InputError."""
+    notes: list[str] = []
+    cpu = host.read_cpu(root)
+    costs = measure() if timers else TimerCosts(error="not measured (timers=False)")
+    hyper = detect(root, cpu.flags, costs.cpuid_hypervisor_vendor)
+    cmdline = read_text(root / "proc/cmdline") or ""
+    clocksource, clocksources = host.read_clocksource(root)
+    cgroup_version, controllers = host.read_cgroups(root)
+    if cgroup_version is None:
+        notes.append("cgroups: no cgroup v1 controller or v2 hierarchy is mounted under /sys/fs/cgroup")
+    sensor_probe = None
+    if sensor:
+        sensor_probe, why_not = probe_suricata(sensor_binary)
+        if why_not:
+            notes.append(why_not)
+    return HostProbe(
+        schema=SCHEMA,
+        created_unix=time.time(),
+        hostname=read_text(root / "proc/sys/kernel/hostname"),
+        cpu=cpu,
+        numa_nodes=host.read_numa(root),
+        memory_bytes=host.read_memory_bytes(root),
+        hypervisor=hyper.name,
+        hypervisor_evidence=list(hyper.evidence),
+        kernel=read_text(root / "proc/sys/kernel/osrelease"),
+        os=host.read_os(root),
+        cmdline=cmdline,
+        boot=host.parse_boot(cmdline),
+        cpufreq=host.read_cpufreq(root, cpu.online),
+        clocksource=clocksource,
+        clocksources_available=clocksources,
+        thp=host.read_thp(root),
+        cgroup_version=cgroup_version,
+        cgroup_controllers=controllers,
+        irqbalance=host.irqbalance_running(root),
+        timers=costs,
+        interfaces={p.name: p for p in _interfaces(interfaces, netns, root)},
+        sensor=sensor_probe,
+        notes=notes,
+    )
+
+
+def _interfaces(names: Sequence[str], netns: str | None, root: Path) -> list[InterfaceProbe]:
+    unique = list(dict.fromkeys(names))
+    if not unique:
+        return []
+    if netns:
+        return probe_in_netns(unique, netns)
+    return [probe_interface(n, root=root) for n in unique]

@@ -1,0 +1,204 @@
+"""The host probe: every fact about a host that can change a benchmark result (frozen, versioned).
+
+Absent facts are None (an interface ethtool does not answer for, a file the kernel lacks): never
+guessed. `HostProbe.model_dump(mode="json")` is the `idsbench probe --json` contract object.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA = 1
+
+
+class _Frozen(BaseModel):
+    # Unknown keys are ignored so a newer probe file still loads (and diffs) in an older idsbench.
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class LogicalCpu(_Frozen):
+    cpu: int
+    socket: int | None = None
+    core: int | None = None
+    node: int | None = None
+    siblings: list[int] = Field(default_factory=list)  # hyperthreads sharing the core (incl. itself)
+
+
+class CpuInfo(_Frozen):
+    model: str | None = None
+    vendor: str | None = None
+    count: int  # online logical CPUs
+    flags: list[str] = Field(default_factory=list)
+    sockets: int | None = None
+    cores_per_socket: int | None = None
+    threads_per_core: int | None = None
+    online: list[int] = Field(default_factory=list)
+    topology: list[LogicalCpu] = Field(default_factory=list)
+
+
+class NumaNode(_Frozen):
+    id: int
+    cpus: list[int]
+    memory_bytes: int | None = None
+
+
+class BootParams(_Frozen):
+    """Tuning parameters of the kernel command line (the raw value; None = not given)."""
+
+    isolcpus: str | None = None
+    nohz_full: str | None = None
+    rcu_nocbs: str | None = None
+    intel_iommu: str | None = None
+    iommu: str | None = None
+    processor_max_cstate: str | None = None
+    intel_idle_max_cstate: str | None = None
+    mitigations: str | None = None
+    default_hugepagesz: str | None = None
+    hugepages: str | None = None
+
+
+class CpuFreq(_Frozen):
+    driver: str | None = None
+    governor: str | None = None  # the one governor of every CPU, or "mixed: a,b"
+    min_khz: int | None = None
+    max_khz: int | None = None
+    cur_khz: int | None = None  # volatile: ignored by diff
+    cpuidle_driver: str | None = None
+    cpuidle_governor: str | None = None
+
+
+class Thp(_Frozen):
+    enabled: str | None = None
+    defrag: str | None = None
+
+
+class TimerCosts(_Frozen):
+    """ns per call, median over rounds (ibtimer); None when not measured (see `error`)."""
+
+    cpuid_rdtsc_ns: float | None = None
+    rdtsc_ns: float | None = None
+    rdtscp_ns: float | None = None
+    clock_gettime_ns: float | None = None
+    rounds: int = 0
+    cpuid_hypervisor_vendor: str | None = None
+    error: str | None = None
+
+
+class Channels(_Frozen):
+    rx: int | None = None
+    tx: int | None = None
+    other: int | None = None
+    combined: int | None = None
+    rx_max: int | None = None
+    tx_max: int | None = None
+    other_max: int | None = None
+    combined_max: int | None = None
+
+
+class Rings(_Frozen):
+    rx: int | None = None
+    tx: int | None = None
+    rx_max: int | None = None
+    tx_max: int | None = None
+
+
+class Rss(_Frozen):
+    hash_key: str | None = None  # "6d:5a:..." as ethtool prints it
+    indirection: list[int] | None = None
+    hash_function: str | None = None
+    symmetric: bool | None = None  # Toeplitz with a key of period 2 bytes (e.g. 6D:5A repeated)
+
+
+class Coalesce(_Frozen):
+    adaptive_rx: bool | None = None
+    adaptive_tx: bool | None = None
+    rx_usecs: int | None = None
+    rx_frames: int | None = None
+    tx_usecs: int | None = None
+    tx_frames: int | None = None
+
+
+class Pause(_Frozen):
+    autoneg: bool | None = None
+    rx: bool | None = None
+    tx: bool | None = None
+
+
+class Irq(_Frozen):
+    number: int  # volatile across boots: ignored by diff
+    name: str
+    affinity: list[int] | None = None
+    queue: bool = False  # a per-queue vector (not the device's config/misc vector)
+
+
+class InterfaceProbe(_Frozen):
+    name: str
+    netns: str | None = None
+    driver: str | None = None
+    driver_version: str | None = None
+    firmware: str | None = None
+    bus_info: str | None = None
+    numa_node: int | None = None
+    speed_mbps: int | None = None
+    mtu: int | None = None
+    operstate: str | None = None
+    queues: int | None = None  # RX queues in use (channels rx + combined, else sysfs rx-* queues)
+    offloads: dict[str, bool] | None = None  # ethtool -k: feature -> active
+    offloads_fixed: list[str] = Field(default_factory=list)  # features the driver cannot change
+    rings: Rings | None = None
+    channels: Channels | None = None
+    rss: Rss | None = None
+    rx_flow_hash: dict[str, str] | None = None  # flow type -> ethtool letters ("sdfn"), "" = none
+    coalesce: Coalesce | None = None
+    pause: Pause | None = None
+    irqs: list[Irq] = Field(default_factory=list)
+
+
+class SensorProbe(_Frozen):
+    engine: str = "suricata"
+    binary: str = "suricata"
+    version: str | None = None
+    profiling: bool = False
+    profiling_locks: bool | None = None
+    profiling_rules: bool | None = None
+    capture_methods: list[str] = Field(default_factory=list)
+    hyperscan: bool | None = None
+    features: list[str] = Field(default_factory=list)
+    simd: list[str] = Field(default_factory=list)
+
+
+class HostProbe(_Frozen):
+    schema_: int = Field(SCHEMA, alias="schema")
+    created_unix: float = 0.0
+    hostname: str | None = None
+    cpu: CpuInfo
+    numa_nodes: list[NumaNode] = Field(default_factory=list)
+    memory_bytes: int | None = None
+    hypervisor: str | None = None
+    hypervisor_evidence: list[str] = Field(default_factory=list)
+    kernel: str | None = None
+    os: str | None = None
+    cmdline: str | None = None
+    boot: BootParams = Field(default_factory=BootParams)
+    cpufreq: CpuFreq = Field(default_factory=CpuFreq)
+    clocksource: str | None = None
+    clocksources_available: list[str] = Field(default_factory=list)
+    thp: Thp = Field(default_factory=Thp)
+    cgroup_version: int | None = None
+    cgroup_controllers: list[str] = Field(default_factory=list)
+    irqbalance: bool | None = None
+    timers: TimerCosts = Field(default_factory=TimerCosts)
+    interfaces: dict[str, InterfaceProbe] = Field(default_factory=dict)
+    sensor: SensorProbe | None = None
+    notes: list[str] = Field(default_factory=list)  # what could not be read, and why
+
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, indent=2)
+
+    def node_of_cpu(self, cpu: int) -> int | None:
+        for node in self.numa_nodes:
+            if cpu in node.cpus:
+                return node.id
+        return None
