@@ -1,0 +1,104 @@
+"""What a host has for its role: programs and versions, the interface, root, idsbench's venv.
+
+Standard library only: `idsbench hosts check` sends this file to `python3 -` on hosts where
+idsbench is not installed yet; the agent's `hello` returns the same facts.
+
+    python3 - ROLE IFACE VENV_PYTHON < facts.py     prints one JSON object
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+SEARCH = os.pathsep.join([os.environ.get("PATH", "/usr/bin:/bin"), "/usr/local/sbin", "/usr/sbin", "/sbin"])
+
+
+def _which(program: str) -> str | None:
+    """Also in the sbin directories a non-root login's PATH lacks (root will run them)."""
+    return shutil.which(program, path=SEARCH)
+
+
+def _version(argv: list[str], marker: str) -> str | None:
+    path = _which(argv[0])
+    if path is None:
+        return None
+    try:
+        done = subprocess.run([path, *argv[1:]], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    for line in (done.stdout + done.stderr).splitlines():
+        if marker in line.lower():
+            for word in line.replace(",", " ").split():
+                if word[:1].isdigit() and "." in word:
+                    return word
+    return None
+
+
+def interface(name: str | None) -> dict[str, Any]:
+    if not name:
+        return {"name": None, "exists": False}
+    base = Path("/sys/class/net") / name
+    if not base.exists():
+        return {"name": name, "exists": False}
+
+    def read(key: str) -> str:
+        try:
+            return (base / key).read_text().strip()
+        except OSError:
+            return ""
+
+    mtu = read("mtu")
+    return {"name": name, "exists": True, "mtu": int(mtu) if mtu.isdigit() else None,
+            "operstate": read("operstate"), "carrier": read("carrier") == "1"}
+
+
+def sudo_ok() -> bool:
+    if os.geteuid() == 0:
+        return True
+    if shutil.which("sudo") is None:
+        return False
+    try:
+        return subprocess.run(["sudo", "-n", "true"], capture_output=True, timeout=10,
+                              stdin=subprocess.DEVNULL).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def venv_digest(python: str) -> str | None:
+    if not python or not Path(python).exists():
+        return None
+    try:
+        done = subprocess.run([python, "-m", "idsbench.hosts.digest"], capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def collect_facts(role: str, iface: str | None, venv_python: str | None = None) -> dict[str, Any]:
+    facts: dict[str, Any] = {
+        "role": role, "uid": os.geteuid(), "sudo_without_password": sudo_ok(), "cpus": os.cpu_count(),
+        "python3": sys.version.split()[0],
+        "suricata": _version(["suricata", "-V"], "suricata") if role == "sensor" else None,
+        "tcpreplay": _version(["tcpreplay", "-V"], "tcpreplay") if role == "sender" else None,
+        "ip": _which("ip") is not None, "ethtool": _which("ethtool") is not None,
+        "interface": interface(iface),
+    }
+    if venv_python is not None:
+        facts["venv_python"] = venv_python if Path(venv_python).exists() else None
+        facts["idsbench_digest"] = venv_digest(venv_python)
+    return facts
+
+
+def host_facts(role: str, iface: str | None) -> dict[str, Any]:
+    return collect_facts(role, iface)
+
+
+if __name__ == "__main__":
+    print(json.dumps(collect_facts(sys.argv[1], sys.argv[2] or None, sys.argv[3] if len(sys.argv) > 3 else None)))

@@ -1,0 +1,252 @@
+"""Which hosts a campaign runs on: roles, addresses, SSH login, become, interfaces, pairing.
+
+Read from an Ansible inventory (YAML; other formats through `ansible-inventory --list`) or from
+the spec's inline `[[hosts.host]]` tables. Inventory variables (host vars override group vars,
+nearer groups override `all`):
+
+    ansible_host, ansible_port, ansible_user, ansible_ssh_private_key_file,
+    ansible_become (bool), ansible_become_method (sudo),
+    idsbench_pair (pairs a sender with a sensor), idsbench_capture_interface (sensor),
+    idsbench_transmit_interface (sender), idsbench_python, idsbench_workdir,
+    idsbench_known_hosts (all: the known_hosts file host keys are checked against)
+
+Roles are the groups `sender`, `sensor` and `collector`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from idsbench import proc
+from idsbench.errors import InputError, SpecError
+
+Role = Literal["sender", "sensor", "collector"]
+ROLES: tuple[Role, ...] = ("sender", "sensor", "collector")
+DEFAULT_PYTHON = "/opt/idsbench/venv/bin/python"
+DEFAULT_WORKDIR = "/var/tmp/idsbench"
+
+
+class HostEntry(BaseModel):
+    """One host as idsbench reaches it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    role: Role
+    address: str
+    port: int = Field(22, ge=1, le=65535)
+    user: str = "root"
+    key: str | None = None                   # private key file (else ssh's defaults/agent)
+    become: Literal["none", "sudo"] = "none"  # sudo: `sudo -n`, or with --ask-become-pass
+    pair: str | None = None
+    capture_interface: str | None = None     # sensor: the NIC the sensor sniffs
+    transmit_interface: str | None = None    # sender: the NIC tcpreplay sends out of
+    python: str = DEFAULT_PYTHON             # the idsbench venv's python on the host
+    workdir: str = DEFAULT_WORKDIR           # the agent's files (traces, samples, state)
+
+    @property
+    def interface(self) -> str | None:
+        return self.capture_interface if self.role == "sensor" else self.transmit_interface
+
+    @property
+    def endpoint(self) -> str:
+        """How known_hosts names it: `addr` on port 22, else `[addr]:port`."""
+        return self.address if self.port == 22 else f"[{self.address}]:{self.port}"
+
+
+class Pair(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    sender: HostEntry
+    sensor: HostEntry
+
+    @property
+    def label(self) -> str:
+        """What every sample summary and results row records as `pair`."""
+        return f"{self.sender.name}/{self.sensor.name}"
+
+
+class Inventory(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    hosts: tuple[HostEntry, ...]
+    known_hosts: Path | None = None
+    source: str = "spec"
+    offline: bool = False  # hosts without a package index (install idsbench with --no-index)
+
+    def host(self, name: str) -> HostEntry:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise SpecError(f"{self.source} has no host {name!r}.", fix="use a host name of the inventory.")
+
+    def pairs(self) -> list[Pair]:
+        """Sender/sensor pairs by `pair` name (sorted); every sender and sensor must be in one."""
+        groups: dict[str, dict[str, list[HostEntry]]] = {}
+        for h in self.hosts:
+            if h.role == "collector":
+                continue
+            if not h.pair:
+                raise SpecError(f"host {h.name} ({h.role}) in {self.source} belongs to no pair.",
+                                fix="give it `idsbench_pair: NAME` (the same name on its sender and sensor).")
+            groups.setdefault(h.pair, {"sender": [], "sensor": []})[h.role].append(h)
+        pairs = []
+        for name, roles in sorted(groups.items()):
+            if len(roles["sender"]) != 1 or len(roles["sensor"]) != 1:
+                raise SpecError(f"pair {name!r} in {self.source} has {len(roles['sender'])} sender(s) and "
+                                f"{len(roles['sensor'])} sensor(s); a pair is one of each.",
+                                fix="set idsbench_pair so that each pair names one sender and one sensor.")
+            pairs.append(Pair(name=name, sender=roles["sender"][0], sensor=roles["sensor"][0]))
+        if not pairs:
+            raise SpecError(f"{self.source} defines no sender/sensor pair.",
+                            fix="put hosts in the groups `sender` and `sensor` with idsbench_pair set.")
+        for p in pairs:
+            for h, what in ((p.sensor, "idsbench_capture_interface"), (p.sender, "idsbench_transmit_interface")):
+                if not h.interface:
+                    raise SpecError(f"host {h.name} ({h.role}) in {self.source} names no interface.",
+                                    fix=f"set {what} for it.")
+        return pairs
+
+
+# --- Ansible inventories ------------------------------------------------------------------------
+
+_VAR_FIELDS = {
+    "ansible_host": "address", "ansible_port": "port", "ansible_user": "user",
+    "ansible_ssh_private_key_file": "key", "idsbench_pair": "pair",
+    "idsbench_capture_interface": "capture_interface", "idsbench_transmit_interface": "transmit_interface",
+    "idsbench_python": "python", "idsbench_workdir": "workdir",
+}
+
+
+def load_inventory(path: Path) -> Inventory:
+    """An Ansible inventory file as an Inventory (SpecError naming the file and host when wrong)."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InputError(f"inventory {path} cannot be read: {exc}.",
+                         fix="give the inventory file `idsbench lab up --inventory FILE` wrote, or your own.") from exc
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        doc = None
+    if isinstance(doc, dict) and "all" in doc:
+        hostvars, groups = _walk_yaml(doc)
+    else:
+        hostvars, groups = _ansible_inventory_list(path)
+    all_vars = hostvars.pop("\0all", {})
+    return _build(path, hostvars, groups, all_vars)
+
+
+def _walk_yaml(doc: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, set[str]]]:
+    """(host -> merged vars, group -> hosts) of a YAML inventory (group vars nearer win)."""
+    hostvars: dict[str, dict[str, Any]] = {}
+    groups: dict[str, set[str]] = {}
+
+    def visit(name: str, group: dict[str, Any] | None, inherited: dict[str, Any]) -> set[str]:
+        group = group or {}
+        merged = {**inherited, **(group.get("vars") or {})}
+        members: set[str] = set()
+        for host, hvars in (group.get("hosts") or {}).items():
+            hostvars[host] = {**merged, **hostvars.get(host, {}), **(hvars or {})}
+            members.add(host)
+        for child, sub in (group.get("children") or {}).items():
+            members |= visit(child, sub, merged)
+        groups.setdefault(name, set()).update(members)
+        return members
+
+    visit("all", doc["all"], {})
+    hostvars["\0all"] = dict((doc["all"] or {}).get("vars") or {})
+    return hostvars, groups
+
+
+def _ansible_inventory_list(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, set[str]]]:
+    done = proc.run(["ansible-inventory", "-i", str(path), "--list"], timeout=60, check=False)
+    if done.returncode != 0:
+        raise SpecError(f"{path} is not an Ansible inventory ansible-inventory can read: "
+                        f"{(done.stderr or done.stdout).strip()[:400]}", fix="write it in YAML (see the README).")
+    doc = json.loads(done.stdout)
+    hostvars = dict(doc.get("_meta", {}).get("hostvars", {}))
+    groups: dict[str, set[str]] = {}
+
+    def members(name: str) -> set[str]:
+        entry = doc.get(name) or {}
+        found = set(entry.get("hosts") or [])
+        for child in entry.get("children") or []:
+            found |= members(child)
+        groups[name] = found
+        return found
+
+    members("all")
+    return hostvars, groups
+
+
+def _build(path: Path, hostvars: dict[str, dict[str, Any]], groups: dict[str, set[str]],
+           all_vars: dict[str, Any]) -> Inventory:
+    hosts = []
+    for name, hvars in sorted(hostvars.items()):
+        roles = [r for r in ROLES if name in groups.get(r, set())]
+        if not roles:
+            continue  # a host of another purpose in the same inventory
+        if len(roles) > 1:
+            raise SpecError(f"host {name} of {path} is in the groups {', '.join(roles)}; a host has one role.",
+                            fix="use separate hosts (or names) per role.")
+        fields: dict[str, Any] = {"name": name, "role": roles[0], "address": hvars.get("ansible_host", name)}
+        for var, field in _VAR_FIELDS.items():
+            if var in hvars and var != "ansible_host":
+                fields[field] = str(hvars[var]) if field != "port" else int(hvars[var])
+        if _truthy(hvars.get("ansible_become")):
+            method = str(hvars.get("ansible_become_method", "sudo"))
+            if method != "sudo":
+                raise SpecError(f"host {name} of {path}: become method {method!r} is not supported.",
+                                fix="use ansible_become_method: sudo (or log in as root).")
+            fields["become"] = "sudo"
+        if fields.get("key"):
+            fields["key"] = str((path.parent / Path(fields["key"]).expanduser()).resolve())
+        try:
+            hosts.append(HostEntry.model_validate(fields))
+        except ValidationError as exc:
+            raise SpecError(f"host {name} of {path}: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}.",
+                            fix="correct its variables in the inventory.") from exc
+    known = all_vars.get("idsbench_known_hosts")
+    return Inventory(hosts=tuple(hosts), source=str(path), offline=_truthy(all_vars.get("idsbench_offline")),
+                     known_hosts=(path.parent / Path(str(known)).expanduser()).resolve() if known else None)
+
+
+def _truthy(value: Any) -> bool:
+    return value is True or str(value).lower() in ("true", "yes", "1")
+
+
+def inventory_yaml(inv: Inventory, header: str) -> str:
+    """An Inventory as an Ansible YAML inventory (what `lab up` writes)."""
+    all_vars: dict[str, Any] = {}
+    if inv.known_hosts:
+        all_vars["idsbench_known_hosts"] = str(inv.known_hosts)
+    if inv.offline:
+        all_vars["idsbench_offline"] = True
+    children: dict[str, Any] = {}
+    for role in ROLES:
+        members = {}
+        for h in inv.hosts:
+            if h.role != role:
+                continue
+            hv: dict[str, Any] = {"ansible_host": h.address, "ansible_port": h.port, "ansible_user": h.user}
+            if h.key:
+                hv["ansible_ssh_private_key_file"] = h.key
+            if h.become == "sudo":
+                hv.update(ansible_become=True, ansible_become_method="sudo")
+            for var, field in _VAR_FIELDS.items():
+                value = getattr(h, field)
+                if var not in hv and value is not None and field not in ("python", "workdir", "address"):
+                    hv[var] = value
+            hv["idsbench_python"], hv["idsbench_workdir"] = h.python, h.workdir
+            members[h.name] = hv
+        if members:
+            children[role] = {"hosts": members}
+    doc = {"all": {"vars": all_vars, "children": children}}
+    return f"# {header}\n" + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)

@@ -1,0 +1,124 @@
+"""Getting a host ready for a campaign: its agent's facts checked, the inputs of its role copied to
+it (sha256 checked there), the campaign opened on it, its probe stored in the campaign."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from idsbench.errors import EnvironmentMissing, InputError, SpecError
+from idsbench.hosts.assign import hardware
+from idsbench.hosts.inventory import HostEntry, Pair
+from idsbench.hosts.link import HostLink
+from idsbench.hosts.protocol import RemoteCampaign
+from idsbench.plan import Case
+from idsbench.sensors.rulesets import rule_files
+from idsbench.spec import Spec
+from idsbench.store.environment import sha256_file
+from idsbench.store.layout import PROBES_DIR, CampaignDir
+from idsbench.store.schema import TraceRecord
+
+PROVISION_FIX = "install it with `idsbench hosts provision --inventory FILE` (or SPEC), then retry."
+
+
+def check_hello(host: HostEntry, hello: dict[str, Any], local_digest: str) -> None:
+    """EnvironmentMissing listing everything the host lacks for its role (nothing is run)."""
+    problems = []
+    if hello.get("digest") != local_digest:
+        problems.append(f"it runs idsbench build {hello.get('digest')} (version {hello.get('version')}), the controller "
+                        f"{local_digest}: results must come from the same code")
+    if hello.get("uid") != 0:
+        problems.append(f"the agent runs as uid {hello.get('uid')}, not root (namespaces, cgroups, AF_PACKET need root)")
+    if host.role == "sensor" and not hello.get("suricata"):
+        problems.append("Suricata is not installed")
+    if host.role == "sender" and not hello.get("tcpreplay"):
+        problems.append("tcpreplay is not installed")
+    iface = hello.get("interface") or {}
+    if host.interface and not iface.get("exists"):
+        problems.append(f"its interface {host.interface} does not exist")
+    if problems:
+        fix = PROVISION_FIX
+        if hello.get("uid") != 0:
+            fix = "log in as root, or set `ansible_become: true` (sudo) for it; " + fix
+        raise EnvironmentMissing(f"host {host.name} ({host.role}) is not ready: " + "; ".join(problems) + ".", fix=fix)
+
+
+class CampaignUploads:
+    """What every host of a campaign receives; shared by the pairs' threads."""
+
+    def __init__(self, spec: Spec, traces: dict[str, TraceRecord], cases: list[Case], *, key: str, name_prefix: str):
+        self.spec, self.traces, self.key, self.name_prefix = spec, traces, key, name_prefix
+        self.trace_of = {c.case_id: c.trace for c in cases}
+        self.rule_refs: list[str] = []
+        self.rule_files: list[tuple[Path, str]] = []
+        self.rule_inputs: list[dict[str, str]] = []
+        for i, ref in enumerate(spec.sensor.rules):
+            if ref.startswith("builtin:"):
+                self.rule_refs.append(ref)
+                continue
+            path = spec.resolve_path(ref)
+            remote = f"runs/{key}/rules/{i}"
+            files = rule_files(str(path))  # a file, or a directory's *.rules
+            self.rule_refs.append(remote if path.is_dir() else f"{remote}/{path.name}")
+            self.rule_files += [(f, f"{remote}/{f.name}") for f in files]
+            self.rule_inputs += [{"path": str(f), "sha256": sha256_file(f)} for f in files]
+        self.overlay: tuple[Path, str] | None = None
+        overlays = spec.sensor.overlays()
+        if len(overlays) > 1:
+            raise SpecError(f"a campaign on hosts runs one config overlay, this spec names {len(overlays)}.",
+                            fix="run one campaign per overlay and `idsbench compare` them.")
+        if overlays:
+            local = spec.resolve_path(overlays[0])
+            if not local.is_file():
+                raise InputError(f"sensor.config {local} does not exist.", fix="give the path of a config overlay file.")
+            self.overlay = (local, f"runs/{key}/overlay/{local.name}")
+        self.engines_seen: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def remote_campaign(self, traces: dict[str, TraceRecord], pair: Pair, host: HostEntry,
+                        case_ids: tuple[str, ...]) -> RemoteCampaign:
+        peer = pair.sender if host.role == "sensor" else pair.sensor
+        return RemoteCampaign(key=self.key, spec=self.spec.model_dump(mode="json"),
+                              traces={r: t.model_dump(mode="json") for r, t in traces.items()},
+                              rules=tuple(self.rule_refs) if host.role == "sensor" else (),
+                              config_overlay=self.overlay[1] if self.overlay and host.role == "sensor" else None,
+                              name_prefix=self.name_prefix, cases=case_ids, peer_interface=peer.interface)
+
+    def open_on(self, link: HostLink, host: HostEntry, pair: Pair, case_ids: tuple[str, ...]) -> None:
+        if host.role == "sensor":
+            for local, remote in self.rule_files + ([self.overlay] if self.overlay else []):
+                link.put(local, remote)
+            got = link.call("open_campaign", self.remote_campaign(self.traces, pair, host, case_ids).model_dump(),
+                            timeout=300)
+            with self._lock:
+                self.engines_seen[host.name] = got.get("engines", {})
+            return
+        needed = {self.trace_of[c] for c in case_ids}
+        on_host = {}
+        for ref in sorted(needed):
+            t = self.traces[ref]
+            remote = f"traces/{t.sha256}/{Path(t.path).name}"
+            if link.call("stat", {"path": remote}).get("sha256") != t.sha256:
+                link.put(Path(t.path), remote)
+            on_host[ref] = t.model_copy(update={"path": remote})
+        link.call("open_campaign", self.remote_campaign(on_host, pair, host, case_ids).model_dump(), timeout=1800)
+
+
+def store_probe(link: HostLink, host: HostEntry, layout: CampaignDir, resume: bool) -> str | None:
+    """`probes/<host>.json` (the first probe of the host in this campaign is kept); a warning when the
+    host's hardware changed since."""
+    probe = link.call("probe", {}, timeout=300)["probe"]
+    path = layout.root / PROBES_DIR / f"{host.name}.json"
+    if path.exists():
+        try:
+            before = json.loads(path.read_text())
+        except ValueError:
+            before = None
+        if isinstance(before, dict) and hardware(before) != hardware(probe):
+            return f"host {host.name}: hardware changed since the campaign started ({path} kept)"
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(probe, indent=1) + "\n")
+    return None
