@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -10,7 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from idsbench.errors import SpecError
+from idsbench.sensors import registry
 from idsbench.spec import Rate, Spec, parse_size
+
+# Parameters left out of a case id's digest when they have these values (ids of campaigns made
+# before the parameter existed stay the same).
+DIGEST_DEFAULTS = {"engine": "suricata", "sender": "tcpreplay", "config": "default"}
 
 
 @dataclass(frozen=True)
@@ -34,13 +40,16 @@ class Case:
     memory: str | None
     flows: str = "distinct"
     duration_s: float | None = None
+    engine: str = "suricata"
+    sender: str = "tcpreplay"
+    config: str = "default"      # sensor.config: "default" or an overlay file
     samples: tuple[Sample, ...] = field(default=(), compare=False)
 
     @property
     def memory_bytes(self) -> int | None:
         return None if self.memory is None else parse_size(self.memory)
 
-    def params(self) -> dict:
+    def params(self) -> dict[str, object]:
         """The case's parameters as plain JSON values (what summary.json records as `case`)."""
         return {
             "trace": self.trace,
@@ -52,12 +61,22 @@ class Case:
             "memory": self.memory,
             "flows": self.flows,
             "duration_s": self.duration_s,
+            "engine": self.engine,
+            "sender": self.sender,
+            "config": self.config,
         }
 
     @property
     def case_id(self) -> str:
-        digest = hashlib.sha256(json.dumps(self.params(), sort_keys=True).encode()).hexdigest()[:6]
+        keyed = {k: v for k, v in self.params().items() if DIGEST_DEFAULTS.get(k, object()) != v}
+        digest = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:6]
         parts = [_slug(trace_label(self.trace)), self.setup, f"r{self.replayers}", _slug(self.rate.label)]
+        if self.engine != DIGEST_DEFAULTS["engine"]:
+            parts.insert(1, _slug(self.engine))
+        if self.sender != DIGEST_DEFAULTS["sender"]:
+            parts.append(_slug(self.sender))
+        if self.config != DIGEST_DEFAULTS["config"]:
+            parts.append("cfg_" + _slug(Path(self.config).stem))
         if self.cpus is not None:
             parts.append(f"c{self.cpus:g}")
         if self.memory is not None:
@@ -79,25 +98,21 @@ def _slug(text: str) -> str:
 def plan(spec: Spec) -> list[Case]:
     """Cartesian product of the spec's axes, in a stable order (setup outermost, load innermost)."""
     cases = []
+    for name in spec.sensor.engine:
+        registry.check_name(name)
     axes = itertools.product(
-        spec.setup.kinds, spec.setup.cpus, spec.setup.memory, spec.traffic.traces,
-        spec.traffic.rate, spec.traffic.replayers,
+        spec.sensor.engine, spec.sensor.config, spec.traffic.sender, spec.setup.kinds, spec.setup.cpus,
+        spec.setup.memory, spec.traffic.traces, spec.traffic.rate, spec.traffic.replayers,
     )
-    for setup, cpus, memory, trace, rate, replayers in axes:
+    for engine, config, sender, setup, cpus, memory, trace, rate, replayers in axes:
         case = Case(trace=trace, replayers=replayers, rate=rate, loops=spec.traffic.loops,
                     setup=setup, cpus=cpus, memory=memory, flows=spec.traffic.flows,
-                    duration_s=spec.traffic.duration_s)
+                    duration_s=spec.traffic.duration_s, engine=engine, sender=sender, config=config)
         samples = tuple(Sample(case.case_id, k) for k in range(spec.samples))
-        cases.append(Case(**{**_fields(case), "samples": samples}))
+        cases.append(dataclasses.replace(case, samples=samples))
     ids = [c.case_id for c in cases]
     if len(set(ids)) != len(ids):  # only when the spec repeats a value within an axis
         dup = sorted({i for i in ids if ids.count(i) > 1})
         raise SpecError(f"the spec lists the same case twice ({', '.join(dup)}).",
                         fix="remove the repeated value from its axis.")
     return cases
-
-
-def _fields(case: Case) -> dict:
-    names = ("trace", "replayers", "rate", "loops", "setup", "cpus", "memory", "flows", "duration_s")
-    return {f: getattr(case, f) for f in names}
-

@@ -7,15 +7,27 @@ product in `plan.py`. Unknown keys are errors (a typo must not silently fall bac
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+import tomllib
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+from pydantic_core import ErrorDetails
 
 from idsbench.errors import InputError, SpecError
+from idsbench.hosts.inventory import HostEntry
+from idsbench.setups.registry import KINDS as SETUP_KINDS
 
-SETUP_KINDS = ("baremetal", "container", "container-vtap", "vm")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 
 
@@ -61,7 +73,7 @@ class Rate(_Frozen):
         return data
 
     @model_validator(mode="after")
-    def _positive(self) -> "Rate":
+    def _positive(self) -> Rate:
         if self.kind in ("multiplier", "mbps", "pps") and (self.value is None or self.value <= 0):
             raise ValueError(f"rate {self.kind} must be a positive number, got {self.value!r}")
         return self
@@ -72,6 +84,15 @@ class Rate(_Frozen):
             return self.kind
         return f"{self.kind}={self.value:g}"
 
+    @classmethod
+    def from_label(cls, label: str) -> Rate:
+        """The rate a `label` names ("recorded", "pps=2000"): the inverse of `label`."""
+        kind, _, value = label.partition("=")
+        return cls.model_validate({"kind": kind, "value": float(value) if value else None})
+
+
+SenderName = Literal["native", "tcpreplay"]
+
 
 class Traffic(_Frozen):
     traces: list[str] = Field(default_factory=lambda: ["builtin:mixed"], min_length=1)
@@ -80,43 +101,88 @@ class Traffic(_Frozen):
     loops: int = Field(1, ge=1)
     duration_s: float | None = Field(None, gt=0)  # loop the trace until this many seconds passed
     flows: Literal["distinct", "identical"] = "distinct"  # each replayer its own flows, or copies
+    # who sends: "native" (idsbench's replayer: absolute schedule, exact rates) or "tcpreplay"; a list is an axis
+    sender: list[SenderName] = Field(default_factory=lambda: list[SenderName](["native"]), min_length=1)
 
     @model_validator(mode="after")
-    def _loops_or_duration(self) -> "Traffic":
+    def _loops_or_duration(self) -> Traffic:
         if self.duration_s is not None and self.loops != 1:
             raise ValueError("give either loops or duration_s, not both")
         return self
 
-    @field_validator("traces", "replayers", "rate", mode="before")
+    @field_validator("traces", "replayers", "rate", "sender", mode="before")
     @classmethod
     def _listify(cls, v: Any) -> Any:
         return v if isinstance(v, list) else [v]
+
+
+Scalar = str | int | float | bool
+DEFAULT_CONFIG = "default"  # sensor.config: the engine's own configuration, no overlay
 
 
 class Sensor(_Frozen):
-    engine: Literal["suricata"] = "suricata"
+    engine: list[str] = Field(default_factory=lambda: ["suricata"], min_length=1)  # an axis
     rules: list[str] = Field(default_factory=lambda: ["builtin:events"])
-    set: dict[str, Union[str, int, float, bool]] = Field(default_factory=dict)
+    # engine config overlays (e.g. `idsbench tune plan --format yaml`); "default" = none; a list is an
+    # axis (an A/B of configurations: ["default", "tuned.yaml"])
+    config: list[str] = Field(default_factory=lambda: [DEFAULT_CONFIG], min_length=1)
+    # Engine settings: plain keys go to every engine of the campaign; a table named after an engine
+    # ([sensor.set.snort]) to that engine only, and wins over a plain key of the same name.
+    set: dict[str, Scalar | dict[str, Scalar]] = Field(default_factory=dict)
     stats_interval_s: int = Field(1, ge=1, le=60)
     ready_timeout_s: float = Field(120.0, gt=0)
+    # engine "capture": its reader (`method` in the spec is the same key, as issue 15 names it)
+    capture_method: Literal["afpacket", "libpcap"] = Field(
+        "afpacket", validation_alias=AliasChoices("capture_method", "method"))
+    ground_truth: bool = True  # alerts per signature offline, for the recall of every sample (loops = 1)
 
-    @field_validator("rules", mode="before")
+    @field_validator("rules", "engine", "config", mode="before")
     @classmethod
     def _listify(cls, v: Any) -> Any:
+        if v is None:
+            return [DEFAULT_CONFIG]  # config = null in specs written before it was an axis
         return v if isinstance(v, list) else [v]
 
-    def overrides(self) -> dict[str, str]:
-        """`set` as suricata --set strings (booleans as yes/no)."""
-        out = {}
-        for key, value in self.set.items():
+    @field_validator("config")
+    @classmethod
+    def _configs(cls, v: list[str]) -> list[str]:
+        if any(not c.strip() for c in v):
+            raise ValueError(f'an empty config name; use "{DEFAULT_CONFIG}" for the engine\'s own configuration')
+        return v
+
+    def overlays(self) -> list[str]:
+        """The config overlay files named (the configs other than "default")."""
+        return [c for c in self.config if c != DEFAULT_CONFIG]
+
+    @field_validator("set")
+    @classmethod
+    def _engine_tables(cls, v: dict[str, Scalar | dict[str, Scalar]]) -> dict[str, Scalar | dict[str, Scalar]]:
+        from idsbench.sensors import registry
+
+        unknown = [k for k, value in v.items() if isinstance(value, dict) and k not in registry.names()]
+        if unknown:
+            raise ValueError(f"[sensor.set.{unknown[0]}] names no engine; a table under sensor.set holds one "
+                             f"engine's settings: use one of {', '.join(registry.names())}")
+        return v
+
+    def overrides(self, engine: str = "suricata") -> dict[str, str]:
+        """`engine`'s settings as strings (booleans as yes/no): the plain keys, then its own table."""
+        out: dict[str, str] = {}
+        own = self.set.get(engine)
+        plain = {k: v for k, v in self.set.items() if not isinstance(v, dict)}
+        for key, value in [*plain.items(), *(own.items() if isinstance(own, dict) else ())]:
             out[key] = ("yes" if value else "no") if isinstance(value, bool) else str(value)
         return out
 
 
+def _no_limit() -> list[Any]:
+    return [None]
+
+
 class Setup(_Frozen):
-    kinds: list[Literal[SETUP_KINDS]] = Field(default_factory=lambda: ["baremetal"], min_length=1)  # type: ignore[valid-type]
-    cpus: list[float | None] = Field(default_factory=lambda: [None])
-    memory: list[str | None] = Field(default_factory=lambda: [None])
+    kinds: list[str] = Field(default_factory=lambda: ["baremetal"], min_length=1)
+    cpus: list[float | None] = Field(default_factory=_no_limit)
+    memory: list[str | None] = Field(default_factory=_no_limit)
     cpuset: list[int] | None = None
     runtime: Literal["auto", "podman", "docker"] = "auto"  # container setups; auto: podman if usable
     swappiness: int | None = Field(None, ge=0, le=100)  # the sensor cgroup's memory.swappiness
@@ -127,6 +193,15 @@ class Setup(_Frozen):
     @classmethod
     def _listify(cls, v: Any) -> Any:
         return v if isinstance(v, list) else [v]
+
+    @field_validator("kinds")
+    @classmethod
+    def _known_kinds(cls, v: list[str]) -> list[str]:
+        unknown = [k for k in v if k not in SETUP_KINDS]
+        if unknown:
+            raise ValueError(f"unknown setup kind(s) {', '.join(map(repr, unknown))}; use "
+                             f"{', '.join(SETUP_KINDS)}")
+        return v
 
     @field_validator("cpus")
     @classmethod
@@ -146,9 +221,77 @@ class Setup(_Frozen):
 
 
 class Timing(_Frozen):
-    settle_s: float = Field(3.0, ge=0)
+    settle_s: float = Field(0.0, ge=0)  # at least this long after the replay before stopping the sensor
+    drain_timeout_s: float = Field(30.0, gt=0)  # at most this long waiting for it to process its backlog
     replay_timeout_s: float = Field(3600.0, gt=0)
     stop_timeout_s: float = Field(60.0, gt=0)
+
+
+class Hosts(_Frozen):
+    """Run on real hosts (sender/sensor pairs over SSH) instead of this machine's namespaces."""
+
+    inventory: str | None = None         # an Ansible inventory (relative to the spec file)
+    host: list[HostEntry] = Field(default_factory=list)  # or the hosts inline
+    known_hosts: str | None = None       # default: the inventory's idsbench_known_hosts, else idsbench's own
+    pool_pairs: bool = False             # allow a case's samples on pairs whose hardware differs
+    tune: str | None = None              # an Ansible role (`idsbench tune plan --format ansible`) for sensors
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Hosts:
+        if (self.inventory is None) == (not self.host):
+            raise ValueError("give either inventory = \"FILE\" or [[hosts.host]] tables, not both or neither")
+        return self
+class Impairment(_Frozen):
+    """netem on the sender's end of the wire: a lossy SPAN port or tap."""
+
+    loss: float = Field(0.0, ge=0, le=1)         # fraction of packets lost (0.02 = 2%)
+    delay_ms: float = Field(0.0, ge=0, le=10_000)
+    jitter_ms: float = Field(0.0, ge=0, le=10_000)
+    reorder: float = Field(0.0, ge=0, le=1)      # fraction of packets sent out of order (needs delay)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.loss or self.delay_ms or self.jitter_ms or self.reorder)
+
+
+class Wire(_Frozen):
+    impair: Impairment = Field(default_factory=Impairment)
+
+
+class Search(_Frozen):
+    """`idsbench search`: the highest load each case takes within a drop tolerance (NDR, PDRs), or the
+    fewest CPUs that stay lossless at the case's load (`axis = "cpus"`)."""
+
+    tolerances: list[float] = Field(default_factory=lambda: [0.0], min_length=1)  # drop ratios: 0 = NDR
+    precision: float = Field(0.05, gt=0, le=1)   # relative width of the final bracket
+    axis: Literal["rate", "replayers", "cpus"] = "rate"
+    trial_s: float = Field(5.0, gt=0)            # length of a search trial
+    final_s: float = Field(20.0, gt=0)           # length of the verification trial at the result
+    warm: bool = True                            # search trials on one running sensor
+    max_trials: int = Field(12, ge=2, le=100)
+    min_cpus: float = Field(0.05, gt=0)          # cpus axis: the smallest allocation tried
+    max_replayers: int = Field(16, ge=1, le=64)  # replayers axis: the upper bound
+
+    @field_validator("tolerances", mode="before")
+    @classmethod
+    def _listify(cls, v: Any) -> Any:
+        return v if isinstance(v, list) else [v]
+
+    @field_validator("tolerances")
+    @classmethod
+    def _ratios(cls, v: list[float]) -> list[float]:
+        if any(not 0 <= t < 1 for t in v):
+            raise ValueError(f"tolerances are drop ratios in [0, 1), got {v}")
+        return sorted(set(v))
+
+
+class Profile(_Frozen):
+    """[profile]: where the sensor's CPU goes during each sample's replay and drain."""
+
+    perf: bool = False                                 # perf stat + per-thread CPU in every sample
+    record_samples: int = Field(1, ge=0, le=1000)      # and perf record (top functions) in the first N
+    frequency_hz: int = Field(999, ge=10, le=20000)    # perf record sampling frequency
+    top: int = Field(25, ge=1, le=500)                 # functions kept per sample
 
 
 class Spec(_Frozen):
@@ -159,7 +302,19 @@ class Spec(_Frozen):
     sensor: Sensor = Field(default_factory=Sensor)
     setup: Setup = Field(default_factory=Setup)
     timing: Timing = Field(default_factory=Timing)
+    hosts: Hosts | None = None  # None: this machine (namespaces); else the hosts of an inventory
+    wire: Wire = Field(default_factory=Wire)
+    search: Search = Field(default_factory=Search)
+    profile: Profile = Field(default_factory=Profile)
     base_dir: Path = Field(default=Path("."), exclude=True)
+
+    @model_serializer(mode="wrap")
+    def _without_absent_hosts(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Specs without [hosts] dump as before the section existed (resume compares dumps)."""
+        data: dict[str, Any] = handler(self)
+        if data.get("hosts", 0) is None:
+            data.pop("hosts")
+        return data
 
     def resolve_path(self, ref: str) -> Path:
         """A file reference from the spec, relative to the spec file's directory."""
@@ -167,11 +322,11 @@ class Spec(_Frozen):
         return path if path.is_absolute() else (self.base_dir / path)
 
 
-def _location(err: dict) -> str:
+def _location(err: ErrorDetails) -> str:
     return ".".join(str(p) for p in err["loc"] if not str(p).startswith(("function-", "list[")))
 
 
-def spec_from_dict(data: dict, *, source: str = "spec", base_dir: Path = Path(".")) -> Spec:
+def spec_from_dict(data: dict[str, Any], *, source: str = "spec", base_dir: Path = Path(".")) -> Spec:
     try:
         return Spec.model_validate({**data, "base_dir": base_dir})
     except ValidationError as exc:

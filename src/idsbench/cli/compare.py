@@ -5,19 +5,21 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
-from idsbench.analysis import case_table, compare_tables, load_campaign
+from idsbench.analysis import case_table, compare_tables
 from idsbench.errors import SpecError
 from idsbench.report import compare_out
 from idsbench.store.index_paths import DEFAULT_ROOT, index_file
+from idsbench.store.reader import load_campaign
+from idsbench.store.schema import CaseResult
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "compare", help="compare two campaigns case by case (difference, percent, CI overlap)",
         description="Match the cases of BASE and CONTENDER by their parameters and show the medians side "
-                    "by side with the difference, the percent change and whether the 95%% CIs overlap. "
+                    "by side with the difference, the percent change and whether the CIs of the medians "
+                    "overlap (each at the coverage its sample count reaches: 95%% needs 6 samples). "
                     "Each is a campaign directory, or a campaign id (or unique name) in the result index.",
     )
     p.add_argument("base", help="baseline: campaign directory, or campaign id in the index")
@@ -29,7 +31,7 @@ def add_parser(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _cases(ref: str, root: Path) -> tuple[str, list[dict[str, Any]]]:
+def _cases(ref: str, root: Path) -> tuple[str, list[CaseResult]]:
     """(label, case rows): from the directory when `ref` is one (or there is no index), else from the
     index, where `ref` is a campaign id or a unique campaign name."""
     if Path(ref).is_dir() or not index_file(root).is_file():

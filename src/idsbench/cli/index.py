@@ -7,14 +7,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from idsbench.analysis.load import CAMPAIGN_FILE
 from idsbench.store.index_paths import DEFAULT_ROOT, index_file
+from idsbench.store.layout import CAMPAIGN_FILE
 
 if TYPE_CHECKING:
     from idsbench.store.index import IndexResult
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "index", help="index all campaigns under a results root (for `results --where` and `compare`)",
         description="Write ROOT/index.duckdb: campaigns, per-case results and per-sample figures of every "
@@ -29,7 +29,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from idsbench.store.index import index_campaign, index_root  # duckdb: only loaded when used
+    from idsbench.analysis.publish import index_campaign, index_root  # duckdb: loaded when used
 
     root: Path = args.root
     if (root / CAMPAIGN_FILE).is_file():

@@ -7,8 +7,7 @@ import sys
 from pathlib import Path
 
 
-
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "report", help="write a self-contained HTML report of a campaign",
         description="Analyse campaign DIR and write DIR/report.html (one file, no external URLs), the "
@@ -29,8 +28,8 @@ def run(args: argparse.Namespace) -> int:
 
     print(write_report(args.dir, baseline=args.baseline, cv_threshold=args.cv_threshold))
     if not args.no_index:
+        from idsbench.analysis.publish import index_campaign
         from idsbench.errors import IdsbenchError
-        from idsbench.store.index import index_campaign
 
         try:  # the report is written; a busy or broken index only warrants a warning
             index_campaign(args.dir)

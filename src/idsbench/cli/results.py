@@ -6,20 +6,23 @@ import argparse
 import sys
 from itertools import groupby
 from pathlib import Path
-from typing import Any
 
-from idsbench.analysis import case_table, load_campaign
+from idsbench.analysis import case_table
 from idsbench.analysis.cases import DEFAULT_CV_THRESHOLD
 from idsbench.errors import SpecError
 from idsbench.report import tables
 from idsbench.store.index_paths import DEFAULT_ROOT
+from idsbench.store.reader import load_campaign
+from idsbench.store.schema import CaseResult
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "results", help="print the per-case results of a campaign, or of all indexed campaigns (--where)",
-        description="Print one row per case of campaign DIR: medians over its samples with 95%% "
-                    "confidence intervals of the median, status, labels and warnings. Without DIR, "
+        description="Print one row per case of campaign DIR: medians over its ok samples with "
+                    "confidence intervals of the median (their actual coverage, `ci_level`, depends on "
+                    "the sample count: 3 samples give 75%%, 95%% needs 6), the verdict counts of its "
+                    "samples (ok, invalid, failed, oom, incomplete), labels and warnings. Without DIR, "
                     "print the cases of every campaign in the result index (ROOT/index.duckdb, built by "
                     "`idsbench index`), filtered by --where; each row then also names its `campaign`.",
     )
@@ -61,15 +64,16 @@ def _from_index(args: argparse.Namespace) -> int:
                         fix="run `idsbench results DIR --cv-threshold X` on the campaign directory.")
     rows = query_cases(args.root, args.where)
     if args.format != "table":
-        sys.stdout.write(_render(args.format, rows))
+        export = tables.to_json if args.format == "json" else tables.to_csv
+        sys.stdout.write(export([r for _, r in rows], [cid for cid, _ in rows]))
         return 0
     if not rows:
         print(f"no indexed case matches {args.where!r}" if args.where else "the index holds no case")
-    for cid, group in groupby(rows, key=lambda r: r["campaign"]):
+    for cid, group in groupby(rows, key=lambda r: r[0]):
         print(f"campaign {cid}")
-        sys.stdout.write(tables.to_table([{k: v for k, v in r.items() if k != "campaign"} for r in group]))
+        sys.stdout.write(tables.to_table([r for _, r in group]))
     return 0
 
 
-def _render(fmt: str, rows: list[dict[str, Any]]) -> str:
+def _render(fmt: str, rows: list[CaseResult]) -> str:
     return {"json": tables.to_json, "csv": tables.to_csv, "table": tables.to_table}[fmt](rows)

@@ -7,10 +7,19 @@ import sys
 import time
 from pathlib import Path
 
+from idsbench.analysis.stats import ci_coverage
 from idsbench.spec import load_spec
 
 
-def add_parser(subparsers) -> None:
+def ci_warning(samples: int) -> str | None:
+    """The campaign's CIs will not reach 95%: say what they will reach and what would."""
+    if samples >= 6:
+        return None
+    return (f"samples = {samples}: the confidence intervals of the medians will cover {ci_coverage(samples):.0%}, "
+            "not 95%; 95% needs samples = 6 or more.")
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "run", help="run a benchmark campaign from a TOML spec",
         description="Run every case × sample of SPEC on the embedded wire and write the results to DIR.",
@@ -20,6 +29,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--resume", action="store_true",
                    help="complete the campaign in --out, skipping samples that already finished")
     p.add_argument("--no-report", action="store_true", help="do not write report.html at the end")
+    p.add_argument("--ask-become-pass", action="store_true",
+                   help="[hosts] specs: prompt for the hosts' sudo password (hosts with ansible_become)")
     p.set_defaults(func=run)
 
 
@@ -31,7 +42,14 @@ def run(args: argparse.Namespace) -> int:
         print("idsbench: --resume needs --out DIR (the campaign to complete)", file=sys.stderr)
         return 2
     out = args.out or Path("results") / f"{spec.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    result = run_campaign(spec, out, resume=args.resume)
+    if (warning := ci_warning(spec.samples)) is not None:
+        print(f"idsbench: warning: {warning}", file=sys.stderr)
+    password = None
+    if args.ask_become_pass:
+        import getpass
+
+        password = getpass.getpass("BECOME (sudo) password: ")
+    result = run_campaign(spec, out, resume=args.resume, become_password=password)
     print(f"campaign: {out} ({result.ran} samples run, {result.skipped} already complete)")
     for line in result.failed:
         print(f"  failed: {line}")

@@ -8,14 +8,18 @@ import sys
 from pathlib import Path
 
 from idsbench.traffic.pcap import TraceInfo, default_cache_dir, read_info
-from idsbench.traffic.synth import PROFILES, synthesize
+from idsbench.traffic.synth import PROFILES
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("trace", help="inspect or generate traffic traces",
                                    description="Inspect captures and generate synthetic traffic.")
     sub = parser.add_subparsers(dest="trace_command", metavar="ACTION")
-    parser.set_defaults(func=lambda _args: (parser.print_help(), 2)[1])
+    def usage(_args: argparse.Namespace) -> int:
+        parser.print_help()
+        return 2
+
+    parser.set_defaults(func=usage)
 
     info = sub.add_parser("info", help="what is in a capture (packets, bytes, flows, protocol mix, rate)")
     info.add_argument("pcap", type=Path, help="classic pcap or pcapng file")
@@ -23,6 +27,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     info.add_argument("--cache-dir", type=Path, default=None,
                       help="cache directory (default $IDSBENCH_CACHE or ~/.cache/idsbench)")
     info.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    info.add_argument("--no-hash", action="store_true",
+                      help="skip the file's sha256 (the slowest part on a big capture; nothing is cached)")
     info.set_defaults(func=cmd_info)
 
     synth = sub.add_parser("synth", help="generate a deterministic capture from a traffic profile")
@@ -43,7 +49,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    info = read_info(args.pcap, cache_dir=args.cache_dir or default_cache_dir(), use_cache=not args.no_cache)
+    info = read_info(args.pcap, cache_dir=args.cache_dir or default_cache_dir(), use_cache=not args.no_cache,
+                     sha256=not args.no_hash)
     if args.json:
         json.dump(info.to_dict(), sys.stdout)
         sys.stdout.write("\n")
@@ -54,14 +61,14 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def render_info(info: TraceInfo) -> str:
     rows = [
-        ("file", info.path), ("sha256", info.sha256), ("format", f"{info.format}, link type "
-                                                        f"{info.link_type} ({info.link_name})"),
+        ("file", info.path), ("sha256", info.sha256 or "(not computed)"),
+        ("format", f"{info.format}, link type {info.link_type} ({info.link_name})"),
         ("packets", f"{info.packets:,}"), ("bytes (captured)", f"{info.bytes:,}"),
         ("bytes (on the wire)", f"{info.wire_bytes:,}"), ("duration", f"{info.duration_s:.6f} s"),
         ("frame size", f"avg {info.avg_frame:.1f}, min {info.min_frame}, max {info.max_frame} bytes"),
         ("flows", f"{info.flows:,} (" + ", ".join(f"{k} {v:,}" for k, v in info.flows_by_transport.items()) + ")"),
-        ("rate", f"mean {info.mean_pps:,.0f} pkt/s {info.mean_mbps:,.2f} Mbit/s; "
-                 f"peak second {info.peak_pps:,.0f} pkt/s {info.peak_mbps:,.2f} Mbit/s"),
+        ("rate", (f"mean {info.mean_pps:,.0f} pkt/s {info.mean_mbps:,.2f} Mbit/s; "
+                  f"peak second {info.peak_pps:,.0f} pkt/s {info.peak_mbps:,.2f} Mbit/s")),
     ]
     width = max(len(k) for k, _ in rows)
     lines = [f"{k:<{width}}  {v}" for k, v in rows]
@@ -82,6 +89,8 @@ def render_info(info: TraceInfo) -> str:
 
 
 def cmd_synth(args: argparse.Namespace) -> int:
+    from idsbench.traffic.synth import synthesize
+
     result = synthesize(args.profile, args.out, packets=args.packets, duration_s=args.duration,
                         flows=args.flows, rate_pps=args.rate, seed=args.seed, marker_rate=args.markers,
                         client_net=args.client_net, server_net=args.server_net)
