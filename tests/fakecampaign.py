@@ -12,14 +12,14 @@ from __future__ import annotations
 import csv
 import json
 import random
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence, Union
 
 from idsbench.plan import Case
 from idsbench.spec import Rate
 
-PerSample = Union[float, Sequence[float]]
+PerSample = float | Sequence[float]
 T0 = 1_700_000_000.0
 
 
@@ -51,11 +51,14 @@ class FakeCase:
     incomplete: Sequence[int] = ()      # sample indexes left without summary.json
     corrupt: Sequence[int] = ()         # sample indexes with a corrupt summary.json
     missing_counters: Sequence[str] = ()  # counters omitted from summary and counters.csv
+    sender: str = "tcpreplay"           # "native": replayers report per-second sent/due and lateness
+    config: str = "default"             # sensor.config (an A/B axis)
 
     @property
     def plan_case(self) -> Case:
         return Case(trace=self.trace, replayers=self.replayers, rate=Rate.model_validate(self.rate),
-                    loops=self.loops, setup=self.setup, cpus=self.cpus, memory=self.memory)
+                    loops=self.loops, setup=self.setup, cpus=self.cpus, memory=self.memory, sender=self.sender,
+                    config=self.config)
 
     @property
     def case_id(self) -> str:
@@ -170,11 +173,13 @@ def _write_sample(path: Path, case: FakeCase, k: int, start: float, interval: fl
         "trace": {"ref": case.trace, "path": "/tmp/fake.pcap", "sha256": "0" * 64,
                   "packets": case.trace_pkts, "bytes": case.trace_pkts * 600, "duration_s": case.duration_s,
                   "max_frame": 1514, **({"per_second": per_sec} if per_second else {})},
+        "sensor_stop_unix": start + case.duration_s,
         "replay": {"start_unix": start, "end_unix": start + case.duration_s, "sent_pkts": case.sent_pkts,
                    "sent_bytes": case.sent_pkts * 600, "failed_pkts": 0, "replayers": [
                        {"index": i, "pkts_sent": case.trace_pkts * case.loops, "bytes_sent": 0, "failed": 0,
                         "elapsed_s": case.duration_s, "pps": case.trace_pkts / case.duration_s,
-                        "mbps": 1.0, "requested_pps": None} for i in range(case.replayers)]},
+                        "mbps": 1.0, "requested_pps": None, **_native_figures(case, k)}
+                       for i in range(case.replayers)], "sender": case.sender},
         "sensor": {"engine": "suricata", "version": "7.0.10", "counters": final, "errors": []},
         "resources": {"sensor_cpu_pct": cpu, "sensor_rss_peak_bytes": int(rss), "host_cpu_pct": host},
         "stable_after_s": at(case.stable_after_s, k),
@@ -183,6 +188,18 @@ def _write_sample(path: Path, case: FakeCase, k: int, start: float, interval: fl
     (path / "summary.json").write_text(text[: len(text) // 2] if k in case.corrupt else text)
     (path / "eve.json").write_text("")
     (path / "suricata.log").write_text("fake\n")
+
+
+def _native_figures(case: FakeCase, k: int) -> dict[str, object]:
+    """What the native sender adds to a replayer's record: per second sent and due (one second
+    10% short, made up in the next), lateness."""
+    if case.sender != "native":
+        return {}
+    due = [case.trace_pkts * case.loops // int(case.duration_s)] * int(case.duration_s)
+    sent = list(due)
+    sent[2], sent[3] = round(due[2] * 0.9), due[3] + due[2] - round(due[2] * 0.9)
+    return {"per_second": [{"t": t, "packets": p, "due_packets": d} for t, (p, d) in enumerate(zip(sent, due))],
+            "lateness": {"p50_ms": 0.01 * (k + 1), "p99_ms": 0.2, "max_ms": 3.5}}
 
 
 def standard_campaign(root: Path, *, samples: int = 3, seed: int = 1) -> tuple[Path, list[FakeCase]]:

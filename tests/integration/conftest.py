@@ -5,14 +5,20 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[3] / "shared"
-PCAPS = SHARED / "data" / "pcaps"
-RULES = SHARED / "data" / "rules"
-TEST_PREFIX = "ibc"
+from idsbench.analysis.sample import SampleFigures, sample_figures
+from idsbench.proc import Supervisor
+from idsbench.store.reader import load_campaign
+from idsbench.teardown import TeardownStack
+from tests.paths import PCAPS, RULES, SHARED  # noqa: F401 (re-exported for the tests)
+
+# Namespaces, containers and cgroups of this test session start with this (several checkouts may
+# run their suites at once: each sets its own IDSBENCH_TEST_PREFIX).
+TEST_PREFIX = os.environ.get("IDSBENCH_TEST_PREFIX", "ibc")
 
 
 def pytest_collection_modifyitems(items):
@@ -58,9 +64,28 @@ def state_dir(tmp_path):
 @pytest.fixture
 def costly_rules(tmp_path) -> Path:
     """400 content-less PCRE rules: every TCP packet costs the sensor tens of µs, so a modest,
-    steady rate (easy for the sender) needs a known share of a core (~35% at 12k pps here)."""
+    steady rate (easy for the sender) needs a known share of a core (~38% at 30k pps here)."""
     rules = tmp_path / "costly.rules"
     rules.write_text("".join(
         f'alert tcp any any -> any any (msg:"idsbench cost {i}"; pcre:"/[a-z]{{3}}[0-9]{{2}}q{i}x/i"; '
         f"sid:{1999000 + i}; rev:1;)\n" for i in range(400)))
     return rules
+
+
+def sample_figures_of(campaign_dir: Path) -> dict[tuple[str, int], SampleFigures]:
+    """What analysis derives per sample (resources, time to stable…) from the stored raw series."""
+    from idsbench.analysis.sample import SampleFigures  # noqa: F401
+
+    campaign = load_campaign(campaign_dir)
+    return {(s.case_id, s.index): sample_figures(s, campaign.doc.settle_s) for s in campaign.samples}
+
+
+@pytest.fixture
+def sup(state_dir: Path) -> Iterator[Supervisor]:
+    """A supervisor whose teardown must succeed when the test ends."""
+    stack = TeardownStack(state_dir)
+    try:
+        yield Supervisor(stack)
+    finally:
+        failures = stack.close()
+        assert not failures, failures

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from idsbench.run.campaign import run_campaign
 from idsbench.spec import spec_from_dict
 
-from .conftest import TEST_PREFIX
+from .conftest import TEST_PREFIX, sample_figures_of
 
 pytestmark = pytest.mark.usefixtures("need_root")
 
@@ -39,8 +38,10 @@ def test_lossless_invariants_real_capture(tmp_path, state_dir, cache_dir, pcaps)
         assert c["captured_pkts"] == expected
         assert c["decoded_pkts"] == expected
         assert s["warnings"] == []
-        assert s["resources"]["monitor_rows_in_window"] >= 1
-        assert s["stable_after_s"] is not None
+        assert s["drained"] is True and s["wire"]["sensor_rx_pkts"] == expected
+    figures = sample_figures_of(tmp_path / "campaign")
+    assert len(figures) == 2 and all(f.stable_after_s is not None and f.sensor_cpu_pct > 0
+                                     for f in figures.values())
 
 
 def test_cpu_limit_and_topspeed_cause_drops_that_add_up(tmp_path, state_dir, cache_dir, pcaps):

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from idsbench.setups import cgroups
-from idsbench.setups.cgroups import Cgroup
+from idsbench.infra import cgroups
+from idsbench.infra.cgroups import Cgroup
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(os.geteuid() != 0, reason="creating cgroups needs root")]

@@ -20,14 +20,15 @@ from pathlib import Path
 import pytest
 
 from idsbench.run.campaign import run_campaign
-from idsbench.run.context import default_cache_dir
+from idsbench.settings import cache_dir as default_cache_dir
 from idsbench.spec import spec_from_dict
+from tests.paths import ET_OPEN as ET_RULES
 
 pytestmark = pytest.mark.usefixtures("need_root")
 
 # Every netns and container name of this test process starts with it (others may run concurrently).
 PREFIX = f"ibtestc{os.getpid() % 100000}"
-ET_RULES = Path(__file__).resolve().parents[3] / "shared" / "data" / "rules" / "et-open-2024-04-12.rules"
+
 SMTP = "sv_smtp-data-rejected.pcap"  # 199 packets
 ALERTING = "tcpreplay_test.pcap"    # 179 packets, ~385 bytes each; the bundled rules alert on it
 
@@ -120,7 +121,7 @@ def test_container_and_vtap_lossless_exact_counts(tmp_path, state_dir, persisten
     assert set(summaries) == {"container", "container-vtap"}
     for kind, s in summaries.items():
         c = s["sensor"]["counters"]
-        assert s["status"] == "ok", (kind, s.get("error"), s["warnings"])
+        assert s["status"] == "ok", (kind, s.get("reason"), s["warnings"])
         assert c["dropped_pkts"] == 0, (kind, c)
         assert s["replay"]["sent_pkts"] == 2 * 199
         assert c["decoded_pkts"] == 2 * 199, (kind, c)
@@ -193,9 +194,11 @@ from idsbench.teardown import TeardownStack
 from idsbench.setups.base import SetupRequest
 from idsbench.setups.registry import make_setup
 from idsbench.wire.netns import NamespaceWire
+from idsbench.sensors.registry import engine
 td = TeardownStack(state_dir=Path(sys.argv[1]))
 sup = Supervisor(td)
-setup = make_setup(sys.argv[3], SetupRequest(sup=sup, name=td.run_id, sample_dir=Path(sys.argv[2]),
+setup = make_setup(sys.argv[3], SetupRequest(sup=sup, engine=engine("suricata"), name=td.run_id,
+                   sample_dir=Path(sys.argv[2]),
                    cache_dir=Path(sys.argv[4]), runtime=sys.argv[5], memory_bytes=256 << 20,
                    name_prefix=sys.argv[6]))
 wire = NamespaceWire(sup, prefix=sys.argv[6], sensor_ns=setup.pre_wire()).up()

@@ -9,8 +9,9 @@ import shutil
 
 import pytest
 
+from idsbench.analysis.sample import resources_in_window
 from idsbench.run.campaign import run_campaign
-from idsbench.run.context import default_cache_dir
+from idsbench.settings import cache_dir as default_cache_dir
 from idsbench.spec import spec_from_dict
 
 pytestmark = pytest.mark.usefixtures("need_root")
@@ -61,7 +62,7 @@ def test_all_four_setups_on_the_same_trace_and_load(tmp_path, state_dir, pcaps):
 def test_cpu_limit_drops_in_container_not_on_unlimited_bare_metal(tmp_path, state_dir, pcaps, costly_rules):
     _need("podman", "runc", "debootstrap")
     trace = str(pcaps / "tcpreplay_test.pcap")  # 179 packets: HTTP, DNS, ...
-    traffic = {"traces": [trace], "replayers": [1], "rate": {"pps": 12000}, "loops": 335}
+    traffic = {"traces": [trace], "replayers": [1], "rate": {"pps": 30000}, "loops": 670}
     sensor = {"rules": ["builtin:events", str(costly_rules)]}
     bare = _campaign(tmp_path / "bare", state_dir,
                      {"traffic": traffic, "sensor": sensor, "setup": {"kinds": ["baremetal"]}})
@@ -70,7 +71,11 @@ def test_cpu_limit_drops_in_container_not_on_unlimited_bare_metal(tmp_path, stat
         "setup": {"kinds": ["container"], "cpus": 0.2, "runtime": "podman"}})
     b = bare[0]["sensor"]["counters"]
     c = limited[0]["sensor"]["counters"]
-    assert b["dropped_pkts"] == 0 and b["decoded_pkts"] == 335 * 179, b
-    assert bare[0]["resources"]["sensor_cpu_pct"] > 20  # the limit below really binds
+    assert b["dropped_pkts"] == 0 and b["decoded_pkts"] == 670 * 179, b
+    # the limit below really binds: unlimited, the sensor used more than 0.2 cores while the replay ran
+    sample = tmp_path / "bare" / "campaign" / "cases" / bare[0]["case_id"] / "s0"
+    replaying = resources_in_window(sample / "monitor.csv", bare[0]["replay"]["start_unix"],
+                                    bare[0]["replay"]["end_unix"])
+    assert replaying.sensor_cpu_pct > 20, replaying
     assert c["dropped_pkts"] > 0, c
     assert c["captured_pkts"] == c["decoded_pkts"] + c["dropped_pkts"]

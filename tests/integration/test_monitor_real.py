@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from idsbench.infra import cgroups
+from idsbench.infra.cgroups import Cgroup
 from idsbench.monitor import Sampler, standard_sources
-from idsbench.setups import cgroups
-from idsbench.setups.cgroups import Cgroup
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(os.geteuid() != 0, reason="cgroups and namespaces need root")]

@@ -12,20 +12,22 @@ import signal
 import struct
 import subprocess
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from idsbench.sensors.eve import read_records
 from idsbench.sensors.suricata import Suricata, SuricataRun
+from idsbench.sensors.suricata.eve import read_records
+from tests.paths import PCAPS
+
+from .conftest import TEST_PREFIX
+from .veth_pair import MTU, Wire, veth_pair
 
 pytestmark = pytest.mark.integration
 
-PCAPS = Path("/work/shared/data/pcaps")
+
 TOOLS = ("ip", "ethtool", "suricata", "tcpreplay")
-MTU = 9000
 
 
 def _need_env() -> None:
@@ -36,41 +38,11 @@ def _need_env() -> None:
         pytest.skip(f"missing programs: {', '.join(missing)}")
 
 
-def _sh(*argv: str) -> None:
-    subprocess.run(list(argv), check=True, capture_output=True, timeout=30)
-
-
-@dataclass(frozen=True)
-class Wire:
-    sender_ns: str
-    sender_if: str
-    sensor_ns: str
-    sensor_if: str
-
-
 @pytest.fixture()
 def wire() -> Iterator[Wire]:
     _need_env()
-    tag = f"ibtst{os.getpid() % 100000}"
-    w = Wire(f"{tag}-snd", f"{tag}s", f"{tag}-sen", f"{tag}r")
-    created: list[str] = []
-    try:
-        for ns in (w.sender_ns, w.sensor_ns):
-            _sh("ip", "netns", "add", ns)
-            created.append(ns)
-            # Before the veth exists, so no IPv6 router solicitation ever crosses the wire.
-            _sh("ip", "netns", "exec", ns, "sysctl", "-qw",
-                "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
-        _sh("ip", "link", "add", w.sender_if, "netns", w.sender_ns, "mtu", str(MTU), "type", "veth",
-            "peer", "name", w.sensor_if, "netns", w.sensor_ns, "mtu", str(MTU))
-        for ns, ifname in ((w.sender_ns, w.sender_if), (w.sensor_ns, w.sensor_if)):
-            _sh("ip", "netns", "exec", ns, "ethtool", "-K", ifname, "tso", "off", "gso", "off",
-                "gro", "off", "tx", "off", "rx", "off", "rxvlan", "off", "txvlan", "off")
-            _sh("ip", "-n", ns, "link", "set", ifname, "up")
+    with veth_pair(f"{TEST_PREFIX}tst") as w:
         yield w
-    finally:
-        for ns in reversed(created):
-            subprocess.run(["ip", "netns", "delete", ns], capture_output=True, timeout=30)
 
 
 def pcap_frames(path: Path) -> list[int]:
@@ -140,7 +112,7 @@ def test_replayed_pcap_is_counted_exactly(wire: Wire, tmp_path: Path) -> None:
         pytest.skip(f"{pcap} is absent")
     frames = pcap_frames(pcap)
     sur = Suricata()
-    run = sur.prepare(tmp_path / "run", wire.sensor_if, sur.resolve_rules(["builtin:events"]), {},
+    run = sur.prepare_config(tmp_path / "run", wire.sensor_if, sur.resolve_rules(["builtin:events"]), {},
                       stats_interval_s=1, mtu=MTU)
     out, rc = _sensor_session(wire, run, pcap, pps=2000)
     assert f"Actual: {len(frames)} packets" in out, out
@@ -155,7 +127,7 @@ def test_replayed_pcap_is_counted_exactly(wire: Wire, tmp_path: Path) -> None:
     assert len(series) >= 2
     assert series[-1].counters.captured_pkts == len(frames)
     assert [p.t_unix for p in series] == sorted(p.t_unix for p in series)
-    assert run.alert_count() == final.alerts
+    assert sum(run.alerts_by_signature().values()) == final.alerts
     assert not [e for e in run.errors() if e.startswith("Error")]
 
 
@@ -169,7 +141,7 @@ def test_jumbo_and_vlan_frames_arrive_whole(wire: Wire, tmp_path: Path) -> None:
     pcap = tmp_path / "jumbo-vlan.pcap"
     write_pcap(pcap, frames)
     sur = Suricata()
-    run = sur.prepare(tmp_path / "run", wire.sensor_if, [], {}, stats_interval_s=1, mtu=MTU)
+    run = sur.prepare_config(tmp_path / "run", wire.sensor_if, [], {}, stats_interval_s=1, mtu=MTU)
     out, rc = _sensor_session(wire, run, pcap, pps=100)
     assert f"Actual: {len(frames)} packets" in out and "Failed packets:            0" in out, out
     assert rc == 0

@@ -8,14 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from idsbench.analysis import case_table, load_campaign
-from idsbench.analysis.cases import METRICS
+from idsbench.analysis import case_table as _case_table
+from idsbench.analysis.sample import METRICS
 from idsbench.errors import InputError
+from idsbench.store.reader import load_campaign
 from tests.fakecampaign import FakeCase, standard_campaign, write_campaign
 
 DESIGN_KEYS = ("case", "setup", "trace", "replayers", "rate", "samples", "trace_pkts", "sent_pkts",
                "captured_pkts", "dropped_pkts", "decoded_pkts", "decoded_bytes", "alerts", "drop_ratio",
                "sensor_cpu_pct", "sensor_rss_peak_bytes", "host_cpu_pct", "flows", "stable_after_s")
+
+
+def case_table(campaign, **options):
+    """The results contract rows (what `idsbench results --format json` prints)."""
+    return [r.to_row() for r in _case_table(campaign, **options)]
 
 
 def _row(rows, case):
@@ -33,6 +39,7 @@ def test_case_table_has_design_keys_medians_and_cis(tmp_path: Path):
     for key in METRICS:
         assert f"{key}_ci" in row
     assert row["samples"] == 5 and row["replayers"] == 2 and row["status"] == "ok"
+    assert row["ci_level"] == 0.9375  # 5 samples: min..max covers 1 - 2^(1-5)
     assert row["sensor_cpu_pct"] == statistics.median(cpu) == 50
     assert row["sensor_cpu_pct_ci"] == [40, 70]  # 5 samples: the CI is min..max
     assert row["sensor_rss_peak_bytes"] == 300_000_000
@@ -76,9 +83,12 @@ def test_failed_samples_give_status_and_ok_medians(tmp_path: Path):
     dead = FakeCase(setup="container", samples=2, statuses=["oom", "oom"])
     rows = case_table(load_campaign(write_campaign(tmp_path, [case, dead])))
     row = _row(rows, case)
-    assert row["status"] == "oom" and row["samples"] == 2 and row["sensor_cpu_pct"] == 20
-    assert any("1 sample(s) failed (oom)" in w for w in row["warnings"])
-    assert _row(rows, dead)["status"] == "oom" and _row(rows, dead)["samples"] == 2
+    assert row["status"] == "ok" and row["samples"] == 2 and row["sensor_cpu_pct"] == 20
+    assert row["status_counts"] == {"ok": 2, "oom": 1} and row["samples_failed"] == 1
+    assert any("1 sample(s) not ok (oom:" in w for w in row["warnings"])
+    dead_row = _row(rows, dead)  # no ok sample: no medians, the verdict names why
+    assert dead_row["status"] == "oom" and dead_row["samples"] == 0 and dead_row["sensor_cpu_pct"] is None
+    assert dead_row["status_counts"] == {"oom": 2}
 
 
 def test_labels_are_the_union(tmp_path: Path):

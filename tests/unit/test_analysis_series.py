@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from idsbench.analysis import aligned, load_campaign
+from idsbench.analysis import aligned
 from idsbench.analysis.series import combine, resample
+from idsbench.store.reader import load_campaign
 from tests.fakecampaign import FakeCase, expected_counter, write_campaign
 
 

@@ -41,3 +41,10 @@ def test_bootstrap_diff_sign_and_determinism():
     plo, phi = bootstrap_diff(base, contender, relative=True)
     assert 30 < plo <= 50 <= phi < 80
     assert bootstrap_diff([], contender) is None
+
+
+def test_run_warns_when_the_samples_cannot_reach_95_percent():
+    from idsbench.cli.run import ci_warning
+
+    assert "75%" in (ci_warning(3) or "") and "samples = 6" in (ci_warning(3) or "")
+    assert ci_warning(6) is None and ci_warning(20) is None

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from idsbench.errors import EnvironmentMissing, SpecError
-from idsbench.setups import cgroups
+from idsbench.infra import cgroups
 
 MiB = 2**20
 REAL_MKDIR, REAL_RMDIR = os.mkdir, os.rmdir
@@ -60,26 +60,30 @@ class FakeKernel:
         p = Path(path)
         REAL_MKDIR(p, mode)
         if self.v2:
-            ctrls = (p.parent / "cgroup.subtree_control").read_text().split()
-            files = {"cgroup.controllers": " ".join(ctrls), "cgroup.subtree_control": "",
-                     "cgroup.procs": "", "cgroup.kill": "", "cpu.stat": "usage_usec 0\n"}
-            if "cpu" in ctrls:
-                files["cpu.max"] = "max 100000"
-            if "memory" in ctrls:
-                files |= {"memory.current": "0", "memory.max": "max",
-                          "memory.events": "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n"}
-                if self.swap:
-                    files["memory.swap.max"] = "max"
-                if self.peak:
-                    files["memory.peak"] = "0"
-            if "cpuset" in ctrls:
-                files["cpuset.cpus"] = ""
-            self._files(p, files)
+            self._files(p, {"cgroup.subtree_control": "", "cgroup.procs": "", "cgroup.kill": "",
+                            "cpu.stat": "usage_usec 0\n"})
+            self._v2_controllers(p, (p.parent / "cgroup.subtree_control").read_text().split())
         else:
             hierarchy = p.relative_to(self.root).parts[0]
             self._populate_v1(p, Path(os.path.realpath(self.root / hierarchy)).name,
                               memsw=(self.root / hierarchy / "memory.memsw.limit_in_bytes").exists()
                               or hierarchy != "memory")
+
+    def _v2_controllers(self, d: Path, ctrls: list[str]) -> None:
+        """A v2 group gets a controller's files when its parent enables it (also later)."""
+        files = {"cgroup.controllers": " ".join(ctrls)}
+        if "cpu" in ctrls:
+            files["cpu.max"] = "max 100000"
+        if "memory" in ctrls:
+            files |= {"memory.current": "0", "memory.max": "max",
+                      "memory.events": "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\n"}
+            if self.swap:
+                files["memory.swap.max"] = "max"
+            if self.peak:
+                files["memory.peak"] = "0"
+        if "cpuset" in ctrls:
+            files["cpuset.cpus"] = ""
+        self._files(d, {k: v for k, v in files.items() if k == "cgroup.controllers" or not (d / k).exists()})
 
     def rmdir(self, path: os.PathLike | str) -> None:
         p = Path(path)
@@ -101,6 +105,8 @@ class FakeKernel:
                     raise OSError(errno.ENOENT, "No such file or directory", str(path))
                 have.append(tok[1:])
             path.write_text(" ".join(dict.fromkeys(have)))
+            for child in (c for c in path.parent.iterdir() if c.is_dir()):
+                self._v2_controllers(child, path.read_text().split())
         elif path.name == "cgroup.kill":
             (path.parent / "cgroup.procs").write_text("")
         else:
@@ -323,3 +329,78 @@ def test_v2_parent_not_left_behind_when_enabling_fails(tmp_path: Path, kernel_v2
         cgroups.create("s0", cpus=1.0, root=tmp_path)
     assert "Device or resource busy" in str(ei.value)
     assert not (tmp_path / "idsbench").exists()
+
+
+def test_v2_group_pins_the_shared_parent_before_its_controllers_are_enabled(
+        tmp_path: Path, kernel_v2: FakeKernel, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A concurrent run's remove may rmdir the shared `idsbench` parent whenever it is empty; our
+    group inside it keeps it (and the controllers enabled there) until our limits are written."""
+    real_write = kernel_v2.write
+    group_existed: list[bool] = []
+
+    def watch(path: Path, value: str) -> None:
+        if path == tmp_path / "idsbench" / "cgroup.subtree_control":
+            group_existed.append((tmp_path / "idsbench" / "s0").is_dir())
+        real_write(path, value)
+
+    monkeypatch.setattr(cgroups, "_write", watch)
+    cg = cgroups.create("s0", cpus=0.5, memory_bytes=64 * 2**20, root=tmp_path)
+    assert group_existed and all(group_existed)
+    assert (cg.paths[0] / "cpu.max").read_text() == "50000 100000"
+
+
+def test_mkdir_group_retries_when_the_shared_parent_vanishes_meanwhile(
+        tmp_path: Path, kernel_v2: FakeKernel, monkeypatch: pytest.MonkeyPatch) -> None:
+    # os.makedirs(exist_ok=True) raises FileExistsError when mkdir saw the parent and it was
+    # removed before makedirs checked it was a directory (seen on a real v2 kernel, 3 racing runs).
+    real_makedirs = os.makedirs
+    calls: list[object] = []
+
+    def vanishing(path: os.PathLike[str] | str, *args: object, **kwargs: object) -> None:
+        calls.append(path)
+        if len(calls) == 1:
+            raise FileExistsError(errno.EEXIST, "File exists", str(path))
+        real_makedirs(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "makedirs", vanishing)
+    cg = cgroups.create("s0", cpus=1.0, root=tmp_path)
+    assert len(calls) == 2 and (cg.paths[0] / "cpu.max").read_text() == "100000 100000"
+
+
+def test_v1_cpuset_parent_is_filled_while_our_group_pins_it(tmp_path: Path, kernel_v1: FakeKernel,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    for h in ("cpu", "cpuacct", "memory", "cpuset"):
+        kernel_v1.add_v1_hierarchy(h)
+    real_write = kernel_v1.write
+    group_existed: list[bool] = []
+
+    def watch(path: Path, value: str) -> None:
+        if path.parent == tmp_path / "cpuset" / "idsbench":
+            group_existed.append((tmp_path / "cpuset" / "idsbench" / "s0").is_dir())
+        real_write(path, value)
+
+    monkeypatch.setattr(cgroups, "_write", watch)
+    cg = cgroups.create("s0", cpuset=[2], root=tmp_path)
+    assert group_existed == [True, True]  # cpuset.cpus and cpuset.mems of the parent
+    assert (cg.dirs["cpuset"] / "cpuset.cpus").read_text() == "2"
+
+
+def test_v2_listed_controllers_are_still_written_and_a_refusal_then_is_fine(
+        tmp_path: Path, kernel_v2: FakeKernel, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel lists a controller in subtree_control before the children's files exist (another
+    run is enabling it right now); our own write waits for that. Where we may not write (a
+    delegated group) but the controller is enabled, that is enough."""
+    (tmp_path / "cgroup.subtree_control").write_text("cpu memory")
+    real_write = kernel_v2.write
+
+    def refuse_root(path: Path, value: str) -> None:
+        if path == tmp_path / "cgroup.subtree_control":
+            kernel_v2.writes.append((path, value))
+            raise OSError(errno.EBUSY, "Device or resource busy", str(path))
+        real_write(path, value)
+
+    monkeypatch.setattr(cgroups, "_write", refuse_root)
+    cg = cgroups.create("s0", cpus=1.0, memory_bytes=64 * 2**20, root=tmp_path)
+    root_writes = [v for p, v in kernel_v2.writes if p == tmp_path / "cgroup.subtree_control"]
+    assert sorted(root_writes) == ["+cpu", "+memory"]
+    assert (cg.paths[0] / "cpu.max").read_text() == "100000 100000"

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from idsbench.analysis import compare_campaigns, load_campaign
+from idsbench.analysis import compare_campaigns
 from idsbench.cli import compare as compare_cli
 from idsbench.errors import InputError, SpecError
 from idsbench.report import compare_out
+from idsbench.store.reader import load_campaign
 from tests.fakecampaign import FakeCase, write_campaign
 
 
@@ -45,30 +46,30 @@ def test_cpu_limit_comparison_shows_expected_directions(tmp_path: Path):
     assert cmp.match_keys == ("replayers",)
     assert cmp.differs == {"cpus": (1.0, 0.5)}
     assert len(cmp.rows) == 2 and not cmp.only_base and not cmp.only_contender
-    r1, r2 = sorted(cmp.rows, key=lambda r: r["replayers"])
-    drops = r2["metrics"]["dropped_pkts"]
-    assert drops["direction"] == "higher" and drops["ci_overlap"] is False and drops["diff"] == 8000
-    decoded = r2["metrics"]["decoded_pkts"]
-    assert decoded["direction"] == "lower" and decoded["pct"] == pytest.approx(-20.0)
+    r1, r2 = sorted(cmp.rows, key=lambda r: r.params["replayers"])
+    drops = r2.metrics["dropped_pkts"]
+    assert drops.direction == "higher" and drops.ci_overlap is False and drops.diff == 8000
+    decoded = r2.metrics["decoded_pkts"]
+    assert decoded.direction == "lower" and decoded.pct == pytest.approx(-20.0)
     # at 2X the tight limit caps CPU (80 -> 48, lower); at 1X it is higher (40 -> 48)
-    assert r2["metrics"]["sensor_cpu_pct"]["direction"] == "lower"
-    assert r1["metrics"]["sensor_cpu_pct"]["direction"] == "higher"
-    assert r1["metrics"]["sent_pkts"]["direction"] == "same"  # equal CIs overlap
+    assert r2.metrics["sensor_cpu_pct"].direction == "lower"
+    assert r1.metrics["sensor_cpu_pct"].direction == "higher"
+    assert r1.metrics["sent_pkts"].direction == "same"  # equal CIs overlap
 
 
 def test_overlapping_cis_are_not_called_a_difference(tmp_path: Path):
     a = write_campaign(tmp_path / "a", [FakeCase(sensor_cpu=[40.0, 50.0, 60.0])], name="a")
     b = write_campaign(tmp_path / "b", [FakeCase(sensor_cpu=[45.0, 52.0, 58.0])], name="b")
     cmp = compare_campaigns(load_campaign(a), load_campaign(b))
-    cpu = cmp.rows[0]["metrics"]["sensor_cpu_pct"]
-    assert cpu["diff"] == 2 and cpu["ci_overlap"] is True and cpu["direction"] == "same"
+    cpu = cmp.rows[0].metrics["sensor_cpu_pct"]
+    assert cpu.diff == 2 and cpu.ci_overlap is True and cpu.direction == "same"
 
 
 def test_unmatched_cases_are_listed(tmp_path: Path):
     a = write_campaign(tmp_path / "a", [FakeCase(replayers=1), FakeCase(replayers=2)], name="a")
     b = write_campaign(tmp_path / "b", [FakeCase(replayers=2), FakeCase(replayers=4)], name="b")
     cmp = compare_campaigns(load_campaign(a), load_campaign(b))
-    assert [r["replayers"] for r in cmp.rows] == [2]
+    assert [r.params["replayers"] for r in cmp.rows] == [2]
     assert len(cmp.only_base) == 1 and "r1" in cmp.only_base[0]
     assert len(cmp.only_contender) == 1 and "r4" in cmp.only_contender[0]
 
@@ -95,3 +96,23 @@ def test_cli_errors(tmp_path: Path):
     with pytest.raises(SpecError, match="no case"):
         _cli(["compare", str(a), str(other)])
     assert compare_out.ARROWS["same"]
+
+
+def test_host_differences_are_flagged(tmp_path: Path):
+    from idsbench.probe.model import BootParams, CpuInfo, HostProbe
+
+    a, b = _pair(tmp_path)
+    cmp = compare_campaigns(load_campaign(a), load_campaign(b))
+    assert cmp.host_differs == [f"not compared: no probe.json in {a}, {b}"]
+    for root, cmdline in ((a, "quiet"), (b, "quiet isolcpus=1")):
+        probe = HostProbe(cpu=CpuInfo(count=2), cmdline=cmdline,
+                          boot=BootParams(isolcpus="1" if "isolcpus" in cmdline else None))
+        (root / "probe.json").write_text(probe.model_dump_json(by_alias=True))
+        doc = json.loads((root / "campaign.json").read_text())
+        doc["spec"]["sensor"] = {"set": {"max-pending-packets": 1024 if root == a else 4096}}
+        (root / "campaign.json").write_text(json.dumps(doc))
+    cmp = compare_campaigns(load_campaign(a), load_campaign(b))
+    text = "\n".join(cmp.host_differs)
+    assert "boot.isolcpus" in text and "cmdline" in text
+    assert "spec.sensor.set.max-pending-packets" in text and "1024" in text and "4096" in text
+    assert "host differs (probe.json, sensor.set)" in compare_out.to_table(cmp)

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from idsbench.errors import EnvironmentMissing
-from idsbench.setups import rootfs
+from idsbench.infra import rootfs
 
 DEB822 = """\
 Types: deb

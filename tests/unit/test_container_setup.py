@@ -9,12 +9,17 @@ from pathlib import Path
 import pytest
 
 from idsbench.errors import EnvironmentMissing, SpecError
-from idsbench.setups import container_runtime as crt
-from idsbench.setups.container_monitor import (ContainerStats, ProcessSource, cgroup_dirs,
-                                               kmsg_oom_kill, parse_proc_cgroup)
-from idsbench.setups.image import Image, check_version, image_ref, parse_labels
-from idsbench.setups.rootfs import Manifest
-from idsbench.setups.registry import SETUPS
+from idsbench.infra.rootfs import Manifest
+from idsbench.setups.container import runtime as crt
+from idsbench.setups.container.image import Image, check_version, image_ref, parse_labels
+from idsbench.setups.container.monitor import (
+    ContainerStats,
+    ProcessSource,
+    cgroup_dirs,
+    kmsg_oom_kill,
+    parse_proc_cgroup,
+)
+from idsbench.setups.registry import KINDS as SETUPS
 from idsbench.spec import spec_from_dict
 
 MOUNTINFO_V1 = """\
@@ -128,7 +133,7 @@ def test_process_source_sums_known_pids_with_per_pid_deltas():
     src = ProcessSource(lambda: pids, clock=lambda: now[0], reader=lambda p: usage.get(p))
     assert src.columns() == ["isolation_cpu_pct", "isolation_mem_bytes"]
     src.start()
-    import idsbench.setups.container_monitor as cm
+    import idsbench.setups.container.monitor as cm
     hz = cm.CLOCK_TICKS
     usage[10] = (100 + hz // 2, 4096)  # half a core over 1 s
     now[0] = 1.0

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from idsbench.sensors.eve import read_records, scan_eve
+from idsbench.sensors.suricata.eve import read_records, scan_eve
 
 
 def _line(event_type: str, **extra: object) -> str:

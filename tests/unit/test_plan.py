@@ -25,7 +25,7 @@ def test_case_ids_stable_and_unique():
     again = [c.case_id for c in plan(_spec(replayers=[1, 2]))]
     assert first == again
     assert len(set(first)) == len(first)
-    assert first[0].startswith("mixed-baremetal-r1-recorded-c0.5-m1g-")
+    assert first[0].startswith("mixed-baremetal-r1-recorded-native-c0.5-m1g-")
 
 
 def test_duplicate_axis_value_rejected():
@@ -36,3 +36,15 @@ def test_duplicate_axis_value_rejected():
 def test_trace_label():
     assert trace_label("builtin:mixed") == "mixed"
     assert trace_label("/data/bigFlows.pcap") == "bigFlows"
+
+
+def test_config_is_an_axis_and_named_in_the_id():
+    doc = {"name": "ab", "sensor": {"config": ["default", "tuning/tuned.yaml"]}}
+    default, tuned = plan(spec_from_dict(doc))
+    assert (default.config, tuned.config) == ("default", "tuning/tuned.yaml")
+    assert "cfg" not in default.case_id and "-cfg_tuned-" in tuned.case_id
+    single = spec_from_dict({"name": "one", "sensor": {"config": "tuned.yaml"}})
+    assert single.sensor.config == ["tuned.yaml"] and single.sensor.overlays() == ["tuned.yaml"]
+    assert spec_from_dict({"name": "old", "sensor": {"config": None}}).sensor.config == ["default"]
+    with pytest.raises(SpecError, match="empty config name"):
+        spec_from_dict({"name": "bad", "sensor": {"config": [""]}})

@@ -20,7 +20,7 @@ from tests.fakecampaign import FakeCase, standard_campaign, write_campaign
 
 ALL_FIGURES = ("sensor_cpu_time", "sensor_mem_time", "host_cpu_time", "packets_cumulative",
                "host_cpu_time_without_slowest", "drop_ratio_load", "sensor_cpu_load", "overhead_vs_baseline",
-               "trace_throughput", "sent_rate_time")
+               "trace_throughput", "sent_rate_time", "sender_fidelity", "loss_waterfall")
 URL_ATTR = re.compile(r'(?:src|href)\s*=\s*"([^"]*)"', re.I)
 
 
@@ -90,7 +90,7 @@ def test_results_formats(campaign):
     code, table = _cli(results_cli, ["results", str(root)])
     assert code == 0 and "baremetal" in table and "container" in table and "4X" in table
     code, text = _cli(results_cli, ["results", str(root), "--format", "csv"])
-    assert text.splitlines()[0].startswith("case,setup,trace,replayers,rate,samples,trace_pkts,sent_pkts")
+    assert text.splitlines()[0].startswith("case,setup,engine,trace,replayers,rate,sender,samples,trace_pkts,sent_pkts")
     assert len(text.splitlines()) == len(cases) + 1
 
 
@@ -125,3 +125,48 @@ def test_report_lists_incomplete_samples(tmp_path: Path):
     case = FakeCase(samples=3, incomplete=[2])
     html = write_report(write_campaign(tmp_path, [case])).read_text()
     assert "s2: incomplete (no summary.json" in html
+
+
+def test_native_sender_fidelity_and_lateness_figures(tmp_path: Path):
+    root = write_campaign(tmp_path, [FakeCase(replayers=1, sender="native"), FakeCase(replayers=2, sender="native")])
+    html = write_report(root).read_text()
+    names = set(re.findall(r'data-figure="([^"]+)"', html))
+    assert {"sender_fidelity", "sender_lateness"} <= names
+    for name in ("sender_fidelity", "sender_lateness"):
+        assert (root / "figures" / f"{name}.svg").stat().st_size > 5000
+    assert "-native-" in (root / "figures" / "sender_lateness.svg").read_text()  # cases named on the axis
+
+
+def test_tcpreplay_campaign_says_why_there_is_no_lateness(report: Path):
+    assert "Sender lateness: not drawn — no sample&#39;s sender reported lateness" in report.read_text()
+
+
+def test_report_shows_the_host_probe_and_its_traps(tmp_path: Path):
+    from idsbench.probe.model import CpuInfo, HostProbe, SensorProbe, TimerCosts
+
+    root = write_campaign(tmp_path, [FakeCase(samples=2)], per_second=False)
+    probe = HostProbe(cpu=CpuInfo(model="Fake CPU", count=2), hypervisor="kvm", kernel="6.1.0-fake",
+                      timers=TimerCosts(cpuid_rdtsc_ns=7800.0, rdtsc_ns=10.0),
+                      sensor=SensorProbe(version="7.0.10", profiling=True))
+    (root / "probe.json").write_text(probe.model_dump_json(by_alias=True))
+    html = write_report(root).read_text()
+    assert "Host (probe.json)" in html and "Fake CPU: 2 logical CPUs" in html and "kvm" in html
+    assert "has profiling compiled in" in html and "7.8 µs" in html
+    (root / "probe.json").write_text("{")
+    assert "probe.json is unreadable" in write_report(root).read_text()
+    (root / "probe.json").unlink()
+    assert "holds no host probe" in write_report(root).read_text()
+
+
+def test_ab_section_compares_configurations_with_cis(tmp_path: Path):
+    jit = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0]
+    cases = [FakeCase(samples=6, config="default", drop_fraction=[0.2 * j for j in jit],
+                      sensor_cpu=[40.0 * j for j in jit]),
+             FakeCase(samples=6, config="tuning/tuned.yaml", drop_fraction=0.0, sensor_cpu=[40.5 * j for j in jit])]
+    root = write_campaign(tmp_path, cases)
+    html = write_report(root).read_text()
+    assert 'id="ab"' in html and "default → tuning/tuned.yaml" in html
+    block = html[html.index('id="ab"'):html.index("</table>", html.index('id="ab"'))]
+    assert "drop %" in block and "▼ lower" in block and "≈ CIs overlap" in block  # drops fall; CPU the same
+    single = write_report(write_campaign(tmp_path / "one", [FakeCase(samples=2)])).read_text()
+    assert 'id="ab"' not in single

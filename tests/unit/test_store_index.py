@@ -9,11 +9,13 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from idsbench.analysis import case_table, load_campaign
+from idsbench.analysis import case_table
+from idsbench.analysis.publish import index_campaign, index_root
 from idsbench.errors import InputError, SpecError
-from idsbench.sensors.eve import scan_eve
-from idsbench.store.index import find_campaigns, index_campaign, index_file, index_root
+from idsbench.sensors.suricata.eve import scan_eve
+from idsbench.store.index import find_campaigns, index_file
 from idsbench.store.index_query import campaign_cases, query_cases, series
+from idsbench.store.reader import load_campaign
 from tests.fakecampaign import FakeCase, standard_campaign, write_campaign
 
 STATS = '{"timestamp":"2024-01-01T00:00:00.000000+0000","event_type":"stats","stats":{"uptime":1}}\n'
@@ -47,11 +49,11 @@ def test_index_root_stores_campaigns_cases_samples(root: Path):
               "FROM campaigns WHERE campaign_id = 'nested/b'")
     assert (name, n_cases, n_samples, n_inc, spec) == ("b", 2, 3, 1, "b") and len(fp) == 16
     assert created.year == 2023  # tests.fakecampaign.T0
-    # The stored case rows are exactly analysis.case_table's, plus the campaign id.
+    # The stored case results are exactly analysis.case_table's, with their campaign id.
     expected = case_table(load_campaign(root / "a"))
-    got = [r for r in query_cases(root) if r["campaign"] == "a"]
-    assert [{k: v for k, v in r.items() if k != "campaign"} for r in got] == expected
-    assert [r["case"] for r in got] == [r["case"] for r in expected]  # plan order kept
+    got = [r for cid, r in query_cases(root) if cid == "a"]
+    assert got == expected
+    assert [r.case for r in got] == [r.case for r in expected]  # plan order kept
     # Typed columns for filters, incl. CIs and parameters.
     (lo, hi, med, flow_mode, labels), = _sql(
         root, "SELECT sensor_cpu_pct_ci_lo, sensor_cpu_pct_ci_hi, sensor_cpu_pct, flow_mode, labels "
@@ -90,13 +92,13 @@ def test_incremental_reindex_only_reads_changed_campaigns(root: Path):
     assert set(_actions(index_root(root)).values()) == {"unchanged"}
     summary = next((root / "a" / "cases").glob("*/s0/summary.json"))
     doc = json.loads(summary.read_text())
-    doc["resources"]["sensor_cpu_pct"] = 99.0
+    doc["sensor"]["counters"]["decoded_pkts"] = 12345
     summary.write_text(json.dumps(doc))
     os.utime(summary, ns=(1, 1))  # a different mtime even on a coarse clock
     assert _actions(index_root(root)) == {"a": "indexed", "nested/b": "unchanged"}
-    (cpu,), = _sql(root, "SELECT sensor_cpu_pct FROM samples WHERE campaign_id = 'a' AND path = ?",
-                   [os.path.relpath(summary.parent, root / "a")])
-    assert cpu == 99.0
+    (decoded,), = _sql(root, "SELECT decoded_pkts FROM samples WHERE campaign_id = 'a' AND path = ?",
+                       [os.path.relpath(summary.parent, root / "a")])
+    assert decoded == 12345
     # A new sample directory (a resumed run) is a change too; a deleted campaign is dropped.
     (summary.parent.parent / "s7").mkdir()
     assert _actions(index_root(root))["a"] == "indexed"
@@ -148,24 +150,23 @@ def test_truncated_eve_recorded_by_runner_makes_sample_incomplete(tmp_path: Path
     assert statuses == {0: "ok", 1: "incomplete", 2: "oom"}
     (reason,), = _sql(root, "SELECT reason FROM samples WHERE sample = 1")
     assert str(eve) in reason and "last line is incomplete" in reason
-    (row,) = query_cases(root)
-    assert row["samples"] == 1 and row["samples_incomplete"] == 1 and row["samples_failed"] == 1
-    assert any(f"case {case.case_id}: 1 sample(s) incomplete" in w for w in row["warnings"])
+    ((_, row),) = query_cases(root)
+    assert row.samples == 1 and row.samples_incomplete == 1 and row.samples_failed == 1
+    assert any(f"case {case.case_id}: 1 sample(s) incomplete" in w for w in row.warnings)
 
 
-def test_corrupt_eve_scanned_when_summary_has_no_counters(tmp_path: Path):
+def test_event_log_damage_recorded_by_runner_makes_sample_incomplete(tmp_path: Path):
     case = FakeCase(samples=2)
     root = tmp_path / "r"
     write_campaign(root / "c", [case])
     sample = root / "c" / "cases" / case.case_id / "s0"
     doc = json.loads((sample / "summary.json").read_text())
-    doc["sensor"]["counters"] = {}
+    doc["eve"] = {"path": str(sample / "eve.json"), "lines": 3, "corrupt_lines": 1, "truncated_tail": False}
     (sample / "summary.json").write_text(json.dumps(doc))
-    (sample / "eve.json").write_text(STATS + "{garbage\n" + ALERT)
     results = index_root(root)
     assert any(str(sample / "eve.json") in w and "corrupt line" in w for w in results[0].warnings)
     assert dict(_sql(root, "SELECT sample, status FROM samples")) == {0: "incomplete", 1: "ok"}
-    assert query_cases(root)[0]["samples_incomplete"] == 1
+    assert query_cases(root)[0][1].samples_incomplete == 1
 
 
 def test_index_campaign_defaults_to_parent_and_checks_root(tmp_path: Path):
@@ -200,3 +201,33 @@ def test_query_errors(root: Path):
     with pytest.raises(SpecError, match="empty"):
         query_cases(root, "  ")
     assert len(query_cases(root)) == 8  # nothing was dropped
+
+
+def test_not_ok_samples_keep_their_recall_in_the_samples_table(tmp_path: Path):
+    # every case metric is a column of both tables (sender, loss waterfall, recall: schema 3)
+    case = FakeCase(samples=2, statuses=["ok", "failed"])
+    write_campaign(tmp_path / "t", [case], name="t")
+    truth = {"case_id": case.case_id, "engine": "suricata", "engine_version": "7.0.10", "traces": ["0" * 64],
+             "alerts_by_sid": {"1": 4}}
+    (tmp_path / "t" / "truth").mkdir()
+    (tmp_path / "t" / "truth" / f"{case.case_id}.json").write_text(json.dumps(truth))
+    index_root(tmp_path)
+    rows = _sql(tmp_path, "SELECT sample, status, alert_recall FROM samples ORDER BY sample")
+    assert [(k, status) for k, status, _ in rows] == [(0, "ok"), (1, "failed")]
+    assert all(r is not None and 0.0 <= r <= 1.0 for _, _, r in rows), rows
+    (recall, lo, hi, loss_wire), = _sql(tmp_path, "SELECT alert_recall, alert_recall_ci_lo, alert_recall_ci_hi, "
+                                                  "loss_wire_pkts FROM cases")
+    assert recall == rows[0][2] and loss_wire is not None
+
+
+def test_an_index_of_an_older_schema_is_refused_for_queries_then_rebuilt(root: Path):
+    index_root(root)
+    with duckdb.connect(str(index_file(root))) as con:
+        con.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
+        con.execute("ALTER TABLE cases DROP COLUMN alert_recall")
+    with pytest.raises(InputError, match="has schema 2.*rebuild it with `idsbench index"):
+        query_cases(root)
+    assert _actions(index_root(root)) == {"a": "indexed", "nested/b": "indexed"}  # all of it, anew
+    assert [r for cid, r in query_cases(root) if cid == "a"] == case_table(load_campaign(root / "a"))
+    (n, with_recall), = _sql(root, "SELECT count(*), count(alert_recall) FROM cases")  # the column is back
+    assert n == len(case_table(load_campaign(root / "a"))) + 2 and with_recall == 0  # no ground truth here

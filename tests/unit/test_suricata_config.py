@@ -9,7 +9,7 @@ import yaml
 
 from idsbench.errors import SpecError
 from idsbench.sensors.suricata import Suricata
-from idsbench.sensors.suricata_config import (
+from idsbench.sensors.suricata.config import (
     DEFAULT_CONFIG,
     RunPaths,
     cluster_id_for,
@@ -75,7 +75,7 @@ def _render(base_config: Path, run_dir: Path, **kw) -> dict:
     sur = Suricata(binary="suricata-not-needed", default_config=base_config)
     rules = [base_config.parent / "a.rules"]
     rules[0].write_text("")
-    run = sur.prepare(run_dir, "veth-sen", rules, {"detect.profile": "high"}, 2, **kw)
+    run = sur.prepare_config(run_dir, "veth-sen", rules, {"detect.profile": "high"}, 2, **kw)
     text = run.yaml_path.read_text()
     assert text.startswith("%YAML 1.1\n---\n")
     return yaml.safe_load(text)
@@ -141,7 +141,7 @@ def test_argv_and_overrides(base_config: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     (run_dir).mkdir()
     (run_dir / "suricata.pid").write_text("12345\n")  # stale: removed by prepare
-    run = sur.prepare(run_dir, "eth9", [], {"detect.profile": "low", "af-packet.0.ring-size": "4096"}, 1)
+    run = sur.prepare_config(run_dir, "eth9", [], {"detect.profile": "low", "af-packet.0.ring-size": "4096"}, 1)
     rd = run_dir.resolve()
     assert run.argv == [
         "/opt/suricata/bin/suricata", "-c", f"{rd}/suricata.yaml", "--af-packet=eth9",
@@ -156,7 +156,7 @@ def test_argv_and_overrides(base_config: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize("key", ["a b", "x=y", "", "rm -rf;"])
 def test_bad_override_keys_are_spec_errors(base_config: Path, tmp_path: Path, key: str) -> None:
     with pytest.raises(SpecError, match="override key"):
-        Suricata(default_config=base_config).prepare(tmp_path, "eth0", [], {key: "1"}, 1)
+        Suricata(default_config=base_config).prepare_config(tmp_path, "eth0", [], {key: "1"}, 1)
 
 
 def test_stats_interval_must_be_positive(tmp_path: Path) -> None:
@@ -171,7 +171,7 @@ def test_null_is_written_as_empty_value() -> None:
 
 @pytest.mark.skipif(not DEFAULT_CONFIG.exists(), reason="no distro suricata.yaml on this host")
 def test_distro_config_renders_with_only_run_dir_paths(tmp_path: Path) -> None:
-    run = Suricata().prepare(tmp_path / "r", "eth0", [], {}, 1)
+    run = Suricata().prepare_config(tmp_path / "r", "eth0", [], {}, 1)
     cfg = yaml.safe_load(run.yaml_path.read_text())
     rd = str((tmp_path / "r").resolve())
     written = [cfg["outputs"][0]["eve-log"]["filename"], cfg["pid-file"], cfg["default-log-dir"]]

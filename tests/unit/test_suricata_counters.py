@@ -79,7 +79,7 @@ def _stats_line(t: str, uptime: int, pkts: int, drops: int = 0, alerts: int = 0)
 
 def test_series_and_final_counters_from_eve(tmp_path: Path) -> None:
     run = _run(tmp_path)
-    assert run.counter_series() == [] and run.alert_count() == 0
+    assert run.counter_series() == [] and run.alerts_by_signature() == {} and run.live_counters() is None
     alert = json.dumps({"timestamp": "2026-01-01T00:00:01.0+0000", "event_type": "alert",
                         "alert": {"signature_id": 1}}, separators=(",", ":"))
     run.eve_path.write_text("\n".join([
@@ -92,7 +92,15 @@ def test_series_and_final_counters_from_eve(tmp_path: Path) -> None:
     assert series[1].t_unix - series[0].t_unix == pytest.approx(1.0)
     final = run.final_counters()
     assert (final.captured_pkts, final.dropped_pkts, final.decoded_pkts, final.alerts) == (50, 5, 45, 1)
-    assert run.alert_count() == 1
+    assert run.alerts_by_signature() == {1: 1}
+    live = run.live_counters()  # the newest record, read incrementally
+    assert live is not None and live.counters.captured_pkts == 50 and live.uptime_s == 2.0
+    with run.eve_path.open("a") as fh:
+        fh.write(_stats_line("2026-01-01T00:00:03.000000+0000", 3, 70)[:40])  # half a line: not yet
+    assert run.live_counters() == live
+    with run.eve_path.open("a") as fh:
+        fh.write(_stats_line("2026-01-01T00:00:03.000000+0000", 3, 70)[40:] + "\n")
+    assert run.live_counters().counters.captured_pkts == 70
 
 
 def test_final_counters_take_max_with_shutdown_summary(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from idsbench.errors import InputError, SensorFailed, SpecError
-from idsbench.sensors import suricata_log as slog
 from idsbench.sensors.suricata import Suricata, SuricataRun, _config_test_error
+from idsbench.sensors.suricata import log as slog
 
 P = "[5377 - Suricata-Main] 2026-11-22 05:12:26 "
 STARTUP = [

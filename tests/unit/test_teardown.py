@@ -4,30 +4,75 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
 
 from idsbench.proc import Supervisor
-from idsbench.teardown import TeardownStack, cleanup_stale, process_starttime
+from idsbench.procinfo import process_starttime
+from idsbench.teardown import TeardownStack, cleanup_stale, from_record, resource_kind, to_record, transient
+
+UNDONE: list[str] = []
+
+
+@resource_kind
+@dataclass(frozen=True)
+class MarkerFile:
+    """A test resource: a file whose removal is recorded in UNDONE."""
+
+    kind: ClassVar[str] = "test-marker-file"
+    path: str
+    fail: bool = False
+    note: object = transient()
+
+    def undo(self) -> None:
+        if self.fail:
+            raise RuntimeError("boom")
+        UNDONE.append(Path(self.path).name)
+        Path(self.path).unlink(missing_ok=True)
+
+    def describe(self) -> str:
+        return f"marker {self.path}"
 
 
 def test_close_undoes_in_reverse_and_clears_state(tmp_path):
-    order = []
+    UNDONE.clear()
     td = TeardownStack(state_dir=tmp_path)
-    td.push("file", {"path": str(tmp_path / "a")}, undo=lambda: order.append("a"))
-    td.push("file", {"path": str(tmp_path / "b")}, undo=lambda: order.append("b"))
-    assert json.loads(td.state_file.read_text())["resources"][1]["path"].endswith("b")
+    td.push(MarkerFile(str(tmp_path / "a"), note=object()))
+    td.push(MarkerFile(str(tmp_path / "b")))
+    saved = json.loads(td.state_file.read_text())["resources"]
+    assert saved[1] == {"kind": "test-marker-file", "module": __name__, "path": str(tmp_path / "b"),
+                        "fail": False}  # transient fields are not saved
     assert td.close() == []
-    assert order == ["b", "a"]
+    assert UNDONE == ["b", "a"]
     assert not td.state_file.exists()
 
 
 def test_failures_collected_not_raised(tmp_path):
+    UNDONE.clear()
     td = TeardownStack(state_dir=tmp_path)
-    seen = []
-    td.push("file", {"path": "x"}, undo=lambda: seen.append("x"))
-    td.push("file", {"path": "y"}, undo=lambda: (_ for _ in ()).throw(RuntimeError("boom")))
+    td.push(MarkerFile(str(tmp_path / "x")))
+    td.push(MarkerFile(str(tmp_path / "y"), fail=True))
     failures = td.close()
-    assert len(failures) == 1 and "boom" in failures[0]
-    assert seen == ["x"]
+    assert len(failures) == 1 and "boom" in failures[0] and "marker" in failures[0]
+    assert UNDONE == ["x"]
+
+
+def test_records_round_trip_and_unknown_kinds_are_errors(tmp_path):
+    res = MarkerFile(str(tmp_path / "z"))
+    assert from_record(to_record(res)) == res
+    with pytest.raises(ValueError, match="unknown resource kind"):
+        from_record({"kind": "no-such-kind", "path": "x"})
+
+
+def test_a_kind_is_defined_once():
+    with pytest.raises(ValueError, match="defined twice"):
+        @resource_kind
+        @dataclass(frozen=True)
+        class Other:
+            kind: ClassVar[str] = "test-marker-file"
 
 
 def test_supervisor_stops_and_forgets(tmp_path):

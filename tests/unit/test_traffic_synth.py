@@ -80,10 +80,9 @@ def tcp_state_errors(path: Path) -> tuple[list[str], int]:
         else:
             nxt[key] = (seq + payload + (1 if flags & 0x01 else 0)) & 0xFFFFFFFF
         sent[key] = nxt[key]
-        if flags & 0x10 and rev in sent and ack != sent[rev]:
-            # an ACK may lag behind but never run ahead of what the peer has sent
-            if (sent[rev] - ack) & 0xFFFFFFFF > 1 << 30:
-                errors.append(f"packet {n}: ack {ack} ahead of peer's {sent[rev]}")
+        # an ACK may lag behind but never run ahead of what the peer has sent
+        if flags & 0x10 and rev in sent and ack != sent[rev] and (sent[rev] - ack) & 0xFFFFFFFF > 1 << 30:
+            errors.append(f"packet {n}: ack {ack} ahead of peer's {sent[rev]}")
     for conn, fl in flags_seen.items():
         if fl[0] != 0x02 or fl[1] != 0x12:
             errors.append(f"{conn}: no SYN / SYN-ACK opening")

@@ -7,7 +7,7 @@ from itertools import accumulate
 
 import pytest
 
-from idsbench.traffic.synth.rng import Rng
+from idsbench.traffic.synth.rng import NV_MAGICCONST, Rng
 
 
 @pytest.mark.parametrize("seed", [0, 1, 7, 12345])
@@ -35,3 +35,7 @@ def test_rng_errors_like_random_random():
         Rng(1).randrange(0)
     with pytest.raises(ValueError):
         Rng(1).randint(5, 4)
+
+
+def test_nv_magicconst_is_the_stdlib_value():
+    assert NV_MAGICCONST == random.NV_MAGICCONST  # bit-identical: lognormvariate depends on it

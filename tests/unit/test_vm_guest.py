@@ -7,15 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from idsbench.errors import SpecError
-from idsbench.setups import vm_guest as guest
+from idsbench.errors import EnvironmentMissing, SensorFailed, SpecError
+from idsbench.proc import shim_argv
 from idsbench.setups.base import SetupRequest
-from idsbench.setups.vm import VmOptions, remove_rundir, vcpus_for
-from idsbench.setups.vm_image import find_kernel, init_script
-from idsbench.setups.vm_monitor import GuestCsvSource, QemuSource
-from idsbench.setups.vm_qemu import Share
+from idsbench.setups.vm import guest
+from idsbench.setups.vm.image import find_kernel, init_script
+from idsbench.setups.vm.monitor import GuestCsvSource, QemuSource
+from idsbench.setups.vm.qemu import Share
+from idsbench.setups.vm.setup import VmOptions, VmRundirResource, vcpus_for
 
-INIT = Path(guest.__file__).parent / "guest" / "idsbench-init"
+INIT = Path(guest.__file__).parent / "guest_files" / "idsbench-init"
 
 
 def test_shares_sample_dir_rw_and_rule_dirs_ro(tmp_path):
@@ -89,7 +90,7 @@ def test_console_oom():
 
 
 def request(**kw) -> SetupRequest:
-    return SetupRequest(sup=None, name="x", sample_dir=Path("/tmp"), **kw)
+    return SetupRequest(sup=None, engine=None, name="x", sample_dir=Path("/tmp"), **kw)  # type: ignore[arg-type]
 
 
 def test_vcpus_default_rounds_the_cpu_limit_up():
@@ -147,18 +148,21 @@ def test_guest_csv_source_keeps_the_newest_complete_row(tmp_path):
                             "guest_sensor_rss_bytes": 512, "guest_oom_kills": 1}
 
 
-def test_exec_helper_hands_the_file_over_on_the_fd(tmp_path):
+def test_exec_shim_hands_the_file_over_on_the_fd_and_sets_affinity(tmp_path):
     target = tmp_path / "dev"
     target.write_text("")
-    done = subprocess.run(
-        [sys.executable, "-m", "idsbench.setups.vm_exec", "--open", f"3={target}", "--",
-         sys.executable, "-c", "import os; print(os.readlink('/proc/self/fd/3'))"],
-        capture_output=True, text=True, timeout=30)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == str(target)
-    bad = subprocess.run([sys.executable, "-m", "idsbench.setups.vm_exec", "--open", "x", "--", "true"],
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    argv = shim_argv([sys.executable, "-c", "import os; print(os.readlink('/proc/self/fd/3'), "
+                      "sorted(os.sched_getaffinity(0)), os.getpid())"], cpus=[cpu], open_fds={3: target})
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    out, _ = child.communicate(timeout=30)
+    assert child.returncode == 0
+    fd_target, cpus, pid = out.split(" ", 1)[0], out[out.index("["):out.index("]") + 1], int(out.split()[-1])
+    assert fd_target == str(target) and cpus == f"[{cpu}]"
+    assert pid == child.pid  # the shim became the program (same PID)
+    bad = subprocess.run(shim_argv(["true"], open_fds={3: target})[:-4] + ["--open", "x", "--", "true"],
                          capture_output=True, text=True, timeout=30)
-    assert bad.returncode == 2
+    assert bad.returncode == 2 and "bad --open" in bad.stderr
 
 
 def test_guest_init_is_valid_bash_and_packaged():
@@ -177,12 +181,47 @@ def test_find_kernel_picks_the_newest_with_an_initrd(tmp_path):
     assert release == "6.1.0-10-amd64" and initrd.name == "initrd.img-6.1.0-10-amd64"
 
 
-def test_remove_rundir_refuses_foreign_dirs(tmp_path):
+def test_vm_rundir_resource_refuses_foreign_dirs(tmp_path):
     mine = tmp_path / "idsbench-vm-x-123"
     mine.mkdir()
     (mine / "status").write_text("booted 1\n")
-    remove_rundir(mine)
+    VmRundirResource(str(mine)).undo()
     assert not mine.exists()
-    with pytest.raises(RuntimeError):
-        remove_rundir(tmp_path)
+    with pytest.raises(EnvironmentMissing):
+        VmRundirResource(str(tmp_path)).undo()
     assert tmp_path.exists()
+
+
+class _Qemu:
+    def __init__(self, returncode=None):
+        self.returncode = returncode
+
+    def poll(self):
+        return self.returncode
+
+
+def _watch(tmp_path: Path, qemu: _Qemu) -> guest.GuestWatch:
+    (tmp_path / "console.log").write_text("[    0.1] Linux version 6.1\n[    2.0] idsbench-init: up\n")
+    return guest.GuestWatch(tmp_path, qemu, console=tmp_path / "console.log",  # type: ignore[arg-type]
+                            qemu_log=tmp_path / "qemu.txt", error=SensorFailed, fix="see console.log")
+
+
+def test_guest_watch_waits_for_status_lines_and_names_failures(tmp_path: Path) -> None:
+    watch = _watch(tmp_path, _Qemu())
+    assert watch.status() == guest.GuestStatus()  # no status file yet
+    assert watch.wait(lambda st: st.booted, 0.1, "boot") is False
+    with pytest.raises(SensorFailed, match=r"(?s)the guest did not boot within 0 s.*qemu said:\n  \(none\)"
+                                           r".*Guest console:\n  .*Linux version 6.1"):
+        watch.require(lambda st: st.booted, 0.1, "boot")
+    (tmp_path / "status").write_text("booted 2\n")
+    watch.require(lambda st: st.booted, 0.1, "boot")
+    (tmp_path / "status").write_text("booted 2\nfailed no sensor.argv\n")
+    with pytest.raises(SensorFailed, match="the guest failed to start the sensor: no sensor.argv") as err:
+        watch.require(lambda st: st.sensor_pid is not None, 5, "start the sensor")
+    assert err.value.fix == "see console.log"
+
+
+def test_guest_watch_stops_waiting_when_qemu_exits(tmp_path: Path) -> None:
+    watch = _watch(tmp_path, _Qemu(returncode=1))
+    with pytest.raises(SensorFailed, match=r"qemu exited \(status 1\) before the guest could boot"):
+        watch.wait(lambda st: st.booted, 5, "boot")

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from idsbench.errors import EnvironmentMissing, SpecError
-from idsbench.setups import vm_qemu
-from idsbench.setups.vm_image import GUEST_INIT, GuestImage
-from idsbench.setups.vm_qemu import AccelChoice, QemuConfig, Share, choose_accel, kernel_cmdline, qemu_argv
+from idsbench.setups.vm import qemu as vm_qemu
+from idsbench.setups.vm.image import GUEST_INIT, GuestImage
+from idsbench.setups.vm.qemu import AccelChoice, QemuConfig, Share, choose_accel, kernel_cmdline, qemu_argv
 
 
 def image(tmp_path: Path) -> GuestImage:
@@ -119,3 +119,15 @@ def test_accel_auto_uses_the_cached_probe(tmp_path, monkeypatch):
     assert choose_accel(None, "auto", img, tmp_path, tmp_path) == AccelChoice("kvm", "KVM boots the guest")
     path.write_text(json.dumps({"accel": "tcg", "reason": "the guest did not boot under KVM"}))
     assert choose_accel(None, "auto", img, tmp_path, tmp_path).accel == "tcg"
+
+
+def test_a_guest_without_capture_nic_keeps_ipv6_and_gets_extra_words(tmp_path):
+    words = kernel_cmdline(config(tmp_path, tap_fd=None, extra_cmdline=("cgroup_no_v1=all",))).split()
+    assert "ipv6.disable=1" not in words  # the runner inside quiets its namespaces through net.ipv6
+    assert words[-1] == "cgroup_no_v1=all"
+
+
+def test_tcg_thread_mode(tmp_path):
+    assert opt_after(qemu_argv(config(tmp_path, accel="tcg", tcg_threads="single")), "-accel") == [
+        f"tcg,thread=single,tb-size={vm_qemu.TCG_TB_MIB}"]
+    assert opt_after(qemu_argv(config(tmp_path, accel="kvm", tcg_threads="single")), "-accel") == ["kvm"]

@@ -5,7 +5,7 @@ import pytest
 from idsbench.errors import SpecError
 from idsbench.setups.base import SetupRequest
 from idsbench.setups.registry import make_setup
-from idsbench.setups.vm import Vm
+from idsbench.setups.vm.setup import Vm
 from idsbench.spec import spec_from_dict
 
 
@@ -23,7 +23,7 @@ def test_bad_vm_keys_are_spec_errors(bad):
 
 
 def test_registry_builds_a_vm_with_the_request_options(tmp_path):
-    req = SetupRequest(sup=None, name="x", sample_dir=tmp_path, vcpus=3, accel="tcg")
+    req = SetupRequest(sup=None, engine=None, name="x", sample_dir=tmp_path, vcpus=3, accel="tcg")  # type: ignore[arg-type]
     vm = make_setup("vm", req)
     assert isinstance(vm, Vm) and vm.kind == "vm"
     assert vm.opts.vcpus == 3 and vm.opts.accel == "tcg"

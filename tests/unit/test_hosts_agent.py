@@ -1,0 +1,108 @@
+"""The controller's link and the real agent process, talking the protocol over pipes (no ssh, no
+root): hello, clock, files both ways with sha256 checks, the workdir boundary, errors with their
+type, the sudo password line, and the agent leaving when its stdin closes."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from idsbench.errors import InputError, SpecError
+from idsbench.hosts.inventory import HostEntry
+from idsbench.hosts.link import HostLink, measure_offset
+from idsbench.hosts.protocol import CHUNK, FileInfo, HostLost
+from idsbench.procinfo import same_process_alive
+from idsbench.teardown import TeardownStack
+
+SENDER = HostEntry(name="gen-a", role="sender", address="192.0.2.10", transmit_interface="lo", pair="a")
+
+
+def _agent(workdir: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "idsbench.hosts.agent", "--name", "gen-a", "--role", "sender",
+            "--workdir", str(workdir), "--iface", "lo", *extra]
+
+
+@pytest.fixture
+def link(tmp_path):
+    stack = TeardownStack(state_dir=tmp_path / "state")
+    link = HostLink(SENDER, tmp_path / "kh", stack, tmp_path / "agent.log", transport=_agent(tmp_path / "work")).open()
+    yield link
+    link.close()
+    stack.close()
+
+
+def test_hello_and_clock(link):
+    from idsbench.hosts.digest import digest
+
+    assert link.hello["digest"] == digest() and link.hello["role"] == "sender"
+    assert link.hello["interface"]["exists"] and link.hello["interface"]["name"] == "lo"
+    offset, uncertainty = measure_offset(link)
+    assert abs(offset) < 0.05 and 0 <= uncertainty < 0.05  # same clock
+
+
+def test_files_round_trip_with_checksums(link, tmp_path):
+    data = os.urandom(2 * CHUNK + 12345)  # three chunks
+    src = tmp_path / "big.bin"
+    src.write_bytes(data)
+    sent = link.put(src, "traces/x/big.bin")
+    assert sent.sha256 == hashlib.sha256(data).hexdigest() and sent.size == len(data)
+    assert (tmp_path / "work" / "traces" / "x" / "big.bin").read_bytes() == data
+    info = FileInfo.model_validate(link.call("stat", {"path": "traces/x/big.bin"}))
+    assert info == FileInfo(name="traces/x/big.bin", size=len(data), sha256=sent.sha256)
+    listed = link.call("list", {"path": "traces"})["files"]
+    assert [f["name"] for f in listed] == ["x/big.bin"]
+    back = tmp_path / "back.bin"
+    link.get("traces/x/big.bin", back, info)
+    assert back.read_bytes() == data
+    wrong = info.model_copy(update={"sha256": "0" * 64})
+    with pytest.raises(Exception, match="corrupt"):
+        link.get("traces/x/big.bin", tmp_path / "bad.bin", wrong)
+    assert not (tmp_path / "bad.bin").exists() and not (tmp_path / "bad.bin.part").exists()
+    link.call("remove", {"path": "traces"})
+    assert not (tmp_path / "work" / "traces").exists()
+    assert link.call("stat", {"path": "traces/x/big.bin"}) == {}
+
+
+def test_errors_keep_their_type_and_name_the_host(link, tmp_path):
+    with pytest.raises(InputError, match="on host gen-a: .*outside the agent's workdir"):
+        link.call("stat", {"path": "../../etc/passwd"})
+    with pytest.raises(Exception, match=r"on host gen-a: .*'replay' before open_campaign"):
+        link.call("replay", {})
+    with pytest.raises(SpecError, match="on host gen-a"):  # a spec the host rejects
+        link.call("open_campaign", {"key": "k", "spec": {"name": "bad name!"}, "traces": {}})
+    assert link.call("clock", {})["t"] > 0  # the agent still serves
+
+
+def test_sudo_password_line_is_dropped_when_not_consumed(tmp_path):
+    host = SENDER.model_copy(update={"become": "sudo"})
+    stack = TeardownStack(state_dir=tmp_path / "state")
+    link = HostLink(host, tmp_path / "kh", stack, tmp_path / "agent.log", become_password="s3cret",
+                    transport=_agent(tmp_path / "work", "--password-line")).open()
+    try:
+        assert link.hello["role"] == "sender"
+        assert "s3cret" not in (tmp_path / "agent.log").read_text()
+    finally:
+        link.close()
+        stack.close()
+
+
+def test_agent_leaves_when_its_stdin_closes(tmp_path):
+    stack = TeardownStack(state_dir=tmp_path / "state")
+    link = HostLink(SENDER, tmp_path / "kh", stack, tmp_path / "agent.log", transport=_agent(tmp_path / "work")).open()
+    popen = link._popen
+    assert popen is not None and popen.stdin is not None
+    popen.stdin.close()  # the controller (or the connection) is gone
+    deadline = time.monotonic() + 10
+    while popen.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert popen.returncode == 130 and not same_process_alive(popen.pid, None)
+    with pytest.raises(HostLost, match="gen-a"):
+        link.call("clock", {})
+    link.close()
+    stack.close()
+    assert not list((tmp_path / "state").glob("*.json"))

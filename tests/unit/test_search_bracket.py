@@ -1,0 +1,110 @@
+"""The search algorithm against simulated sensors whose capacity is known."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from idsbench.search.bracket import BracketSearch, Observation
+
+
+def sensor(capacity: float, *, ceiling: float = math.inf, noise: float = 0.0):
+    """Loss of a sensor that processes `capacity` pps, behind a sender that sends at most `ceiling`."""
+    def trial(load: float) -> Observation:
+        sent = min(load, ceiling)
+        loss = max(0.0, 1 - capacity / sent) if sent > capacity * (1 + noise) else 0.0
+        return Observation(load, loss, sender_limited=sent < load * 0.95, achieved=sent)
+    return trial
+
+
+def run(search: BracketSearch, trial, limit: int = 30) -> int:
+    n = 0
+    while (value := search.next_value()) is not None and n < limit:
+        search.record(trial(value))
+        n += 1
+    return n
+
+
+@pytest.mark.parametrize("capacity", [1_000.0, 37_000.0, 99_000.0, 249_000.0])
+def test_ndr_to_5_percent_in_at_most_10_trials(capacity: float):
+    s = BracketSearch(tolerances=(0.0,), precision=0.05, low=1_000.0 * 0.01, high=300_000.0)
+    n = run(s, sensor(capacity))
+    (b,) = s.result()
+    assert n <= 10, n
+    assert b.passed is not None and b.failed is not None
+    assert b.passed <= capacity < b.failed and b.failed / b.passed - 1 <= 0.05
+
+
+def test_several_tolerances_share_trials():
+    s = BracketSearch(tolerances=(0.0, 0.001, 0.01), precision=0.05, low=100.0, high=300_000.0)
+    n = run(s, sensor(100_000.0))
+    ndr, pdr1, pdr10 = s.result()
+    assert n <= 14
+    assert ndr.passed is not None and pdr10.passed is not None
+    assert ndr.passed <= pdr1.passed <= pdr10.passed  # a larger tolerance allows more load
+    assert pdr10.passed <= 100_000 / 0.99 * 1.0001
+
+
+def test_top_of_the_range_passing_is_a_result_and_sender_limits_make_a_lower_bound():
+    s = BracketSearch(tolerances=(0.0,), precision=0.05, low=100.0, high=300_000.0)
+    run(s, sensor(1e9, ceiling=200_000.0))
+    (b,) = s.result()
+    assert b.passed == 200_000.0 and b.failed is None and b.lower_bound
+    s2 = BracketSearch(tolerances=(0.0,), precision=0.05, low=100.0, high=300_000.0)
+    assert run(s2, sensor(1e9)) == 1 and s2.result()[0].passed == 300_000.0 and not s2.result()[0].lower_bound
+
+
+def test_nothing_passes_is_resolved_without_a_result():
+    s = BracketSearch(tolerances=(0.0,), precision=0.05, low=100.0, high=300_000.0)
+    n = run(s, lambda load: Observation(load, 0.5))
+    (b,) = s.result()
+    assert b.passed is None and b.failed == 100.0 and n < 20
+
+
+def test_integer_axis_ends_with_adjacent_values():
+    s = BracketSearch(tolerances=(0.0,), precision=0.05, low=1, high=16, integer=True)
+    n = run(s, lambda r: Observation(r, 0.0 if r <= 5 else 0.2))
+    (b,) = s.result()
+    assert (b.passed, b.failed) == (5, 6) and n <= 6
+
+
+def test_min_cpus_search_finds_the_smallest_lossless_allocation():
+    need = 0.37  # the sensor needs 0.37 cores at this load
+
+    def trial(cpus: float) -> Observation:
+        return Observation(cpus, 0.0 if cpus >= need else 1 - cpus / need, usage=min(cpus, need))
+
+    s = BracketSearch(tolerances=(0.0,), precision=0.05, low=0.05, high=2.0, direction="min")
+    n = run(s, trial)
+    (b,) = s.result()
+    assert n <= 10 and b.failed is not None and b.passed is not None
+    assert b.failed < need <= b.passed and b.passed / b.failed - 1 <= 0.05
+
+
+def test_empty_range_is_an_error():
+    with pytest.raises(ValueError):
+        BracketSearch(tolerances=(0.0,), precision=0.05, low=5, high=5)
+
+
+def test_a_sender_limited_trial_with_loss_fails_at_the_load_achieved():
+    # the sender reaches only 272k of 300k offered and the sensor (capacity 190k) loses 30% of that
+    s = BracketSearch(tolerances=(0.0, 0.01), precision=0.05, low=1_500.0, high=300_000.0)
+    n = run(s, sensor(190_000.0, ceiling=272_000.0))
+    ndr, pdr = s.result()
+    assert ndr.failed is not None and ndr.passed is not None and ndr.passed <= 190_000 < ndr.failed
+    assert not ndr.lower_bound and n <= 12
+
+
+@pytest.mark.parametrize("capacity", [57_000.0, 140_000.0])
+def test_bursty_loss_that_does_not_grow_with_load_still_converges_in_10(capacity: float):
+    # above its capacity this sensor loses ~2% at every load (bursts), so one trial's loss says
+    # little about how far above the capacity it was
+    def trial(load: float) -> Observation:
+        loss = 0.0 if load <= capacity else (0.77 if load > 1e6 else 0.02)
+        return Observation(load, loss)
+    s = BracketSearch(tolerances=(0.0,), precision=0.05, low=14_650.0, high=1_465_000.0)
+    n = run(s, trial)
+    (b,) = s.result()
+    assert n <= 10, n
+    assert b.passed is not None and b.failed is not None and b.passed <= capacity < b.failed
