@@ -19,7 +19,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from idsbench.sensors.eve import scan_eve
+from idsbench.sensors.suricata.eve import scan_eve
 
 _J = {"separators": (",", ":")}
 

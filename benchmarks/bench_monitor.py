@@ -23,8 +23,8 @@ from pathlib import Path
 
 import psutil
 
+from idsbench.infra import cgroups
 from idsbench.monitor import standard_sources
-from idsbench.setups import cgroups
 
 TREE = (
     "import os, subprocess, sys, time\n"
