@@ -4,9 +4,14 @@
 # Debian apt source (no registry host is written here).
 set -euo pipefail
 
-PKGS=(suricata tcpreplay iproute2 ethtool procps util-linux python3-venv python3-pip
+PKGS=(suricata tcpreplay iproute2 ethtool procps util-linux python3-venv python3-pip gcc libc6-dev tcpdump time
       wireshark-common tshark chromium
-      podman runc docker.io debootstrap qemu-system-x86 qemu-utils)
+      podman runc docker.io debootstrap qemu-system-x86 qemu-utils
+      ansible-core openssh-client tcpdump e2fsprogs linux-perf
+      # Snort 3 and libdaq are built from ../shared/src (scripts/build-snort.sh); their build dependencies:
+      build-essential cmake autoconf automake libtool pkg-config flex bison libfl-dev libdumbnet-dev
+      libhwloc-dev libluajit-5.1-dev libpcap-dev libpcre2-dev libssl-dev zlib1g-dev liblzma-dev uuid-dev
+      libhyperscan-dev libunwind-dev)
 
 missing=()
 for p in "${PKGS[@]}"; do
