@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from idsbench.search.bracket import BracketSearch, Observation
+from idsbench.search.bracket import BracketSearch, Observation, step_back
 
 
 def sensor(capacity: float, *, ceiling: float = math.inf, noise: float = 0.0):
@@ -108,3 +108,40 @@ def test_bursty_loss_that_does_not_grow_with_load_still_converges_in_10(capacity
     (b,) = s.result()
     assert n <= 10, n
     assert b.passed is not None and b.failed is not None and b.passed <= capacity < b.failed
+
+
+def test_a_failed_verification_steps_back_by_the_precision_or_as_far_as_its_loss_says():
+    kw = {"direction": "max", "integer": False, "low": 1.0, "high": 1e6}
+    # a few packets lost: one precision step
+    assert step_back(100_000, 1e-5, 0, 0.05, **kw) == pytest.approx(100_000 / 1.05)
+    # 4.3% lost: the capacity estimate (kept load, aimed 3% below) is further than one step
+    assert step_back(467_000, 0.043, 0, 0.05, **kw) == pytest.approx(467_000 * 0.957 * 0.97)
+    # a trial that lost almost everything moves at most four steps
+    assert step_back(100_000, 0.9, 0, 0.05, **kw) == pytest.approx(100_000 / 1.05 ** 4)
+    # below the range: nothing left to verify
+    assert step_back(1.02, 0.5, 0, 0.05, **kw) is None
+
+
+def test_a_failed_cpus_verification_steps_up_by_the_precision_or_what_its_loss_needs():
+    kw = {"direction": "min", "integer": False, "low": 0.02, "high": 1.0}
+    assert step_back(0.1, 0.001, 0, 0.1, **kw) == pytest.approx(0.11)
+    assert step_back(0.1, 0.2, 0, 0.1, **kw) == pytest.approx(0.1 / (0.8 * 0.97))
+    assert step_back(0.1, 0.99, 0, 0.1, **kw) == pytest.approx(0.1 * 1.1 ** 4)
+    assert step_back(0.95, 0.2, 0, 0.1, **kw) is None  # above the largest allocation
+
+
+def test_a_failed_verification_on_an_integer_axis_moves_whole_steps():
+    kw = {"direction": "max", "integer": True, "low": 1, "high": 16}
+    assert step_back(8, 0.001, 0, 0.05, **kw) == 7
+    assert step_back(8, 0.3, 0, 0.05, **kw) == 5   # 8 × 0.7 × 0.97 = 5.4, floored
+    assert step_back(8, 0.95, 0, 0.05, **kw) == 4  # at most four steps
+
+
+def test_a_trial_that_fell_behind_fails_although_its_ring_hid_the_loss():
+    s = BracketSearch((0.0,), 0.1, 0.02, 1.0, direction="min")
+    s.record(Observation(1.0, 0.0, usage=0.1))
+    s.record(Observation(0.05, 0.0, usage=0.1, behind=True))  # no loss in a short trial, but 2x its allocation
+    (b,) = s.result()
+    assert b.passed == 1.0 and b.failed == 0.05
+    nxt = s.next_value()  # guided by the CPU it needed, not halved again
+    assert nxt is not None and 0.1 <= nxt <= 0.12

@@ -50,6 +50,11 @@ def _plot_search(ax: object, result: SearchResult) -> None:
     if limited:
         ax.scatter([t.value for t in limited], [t.waterfall.loss_ratio * 100 for t in limited if t.waterfall],
                    marker="x", color="#d62728", label="sender-limited", zorder=4)
+    behind = [t for t in result.trials if t.fell_behind and t.waterfall is not None]
+    if behind:
+        ax.scatter([t.value for t in behind], [t.waterfall.loss_ratio * 100 for t in behind if t.waterfall],
+                   marker="D", facecolors="none", edgecolors="#d62728", s=70,
+                   label="fell behind (needed more CPU than allocated)", zorder=4)
     ver = [t for t in result.verification if t.waterfall is not None]
     if ver:
         ax.scatter([t.value for t in ver], [t.waterfall.loss_ratio * 100 for t in ver if t.waterfall], marker="*",

@@ -22,6 +22,7 @@ Direction = Literal["max", "min"]
 FIRST_GUESS_MARGIN = 0.97   # aim just below the capacity a failing trial suggests
 FALLBACK_STEP = 0.5         # no better guess: halve (max) or double (min)
 STALL_STEP = 0.8            # after 2 failures, a hint within 20% of the lowest failure is a creep
+MAX_STEP_BACK = 4           # a failed verification moves at most this many precision steps at once
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class Observation:
     sender_limited: bool = False
     achieved: float | None = None   # the load actually sent (rate axis), when sender-limited
     usage: float | None = None      # cpus axis: the CPU the sensor used (cores), a hint for the guess
+    behind: bool = False            # it did not keep up (needed more than it had): outside every tolerance
 
 
 @dataclass
@@ -61,7 +63,7 @@ class BracketSearch:
     def record(self, obs: Observation) -> None:
         self.observations.append(obs)
         for b in self.brackets:
-            within = obs.loss_ratio <= b.tolerance
+            within = obs.loss_ratio <= b.tolerance and not obs.behind
             if obs.sender_limited:  # judged at the load the sensor actually got, never the offered one
                 if obs.achieved is not None:
                     if within:
@@ -121,6 +123,12 @@ class BracketSearch:
                 est = self._capacity_estimate(b)
                 if est is not None and b.passed < est < middle:
                     return min(middle, max(est * 1.02, b.passed * (1 + self.precision * 0.999)))
+            else:
+                # the CPU the trials needed, when it falls inside the bracket, beats the midpoint
+                hint = self._usage_hint()
+                tried = {o.value for o in self.observations}
+                if hint is not None and b.failed < hint < b.passed and hint not in tried:
+                    return hint
             return middle
         assert b.failed is not None or b.passed is not None
         if self.direction == "max":
@@ -171,7 +179,7 @@ class BracketSearch:
         return capacity
 
     def _usage_hint(self) -> float | None:
-        used = [o.usage for o in self.observations if o.usage is not None and o.loss_ratio == 0]
+        used = [o.usage for o in self.observations if o.usage is not None and (o.loss_ratio == 0 or o.behind)]
         return max(used) * 1.1 if used else None
 
     def _round(self, value: float) -> float:
@@ -187,3 +195,29 @@ class BracketSearch:
     # --- results ----------------------------------------------------------------------------
     def result(self) -> list[Bracket]:
         return list(self.brackets)
+
+
+def step_back(value: float, loss_ratio: float, tolerance: float, precision: float, *, direction: Direction,
+              integer: bool, low: float, high: float) -> float | None:
+    """The next value to verify after a verification at `value` lost `loss_ratio` (> tolerance).
+
+    At least one precision step towards safety; further when the loss says the capacity is further
+    away (the same estimate as a failing search trial: the sensor kept (1 − loss) of the load, or
+    needs 1/(1 − loss) of the allocation), but never more than MAX_STEP_BACK steps at once, so one
+    unlucky trial does not throw the result far away. None when the step leaves the axis' range."""
+    kept = max(0.0, 1.0 - loss_ratio)
+    if direction == "max":
+        one = value - 1 if integer else value / (1 + precision)
+        estimate = value * kept * (1 + tolerance) * FIRST_GUESS_MARGIN
+        furthest = value - MAX_STEP_BACK if integer else value / (1 + precision) ** MAX_STEP_BACK
+        step = max(min(one, estimate), furthest)
+        step = float(math.floor(step)) if integer else step
+    else:
+        one = value + 1 if integer else value * (1 + precision)
+        estimate = value / (kept * FIRST_GUESS_MARGIN) if kept > 0 else math.inf
+        furthest = value + MAX_STEP_BACK if integer else value * (1 + precision) ** MAX_STEP_BACK
+        step = min(max(one, estimate), furthest)
+        step = float(math.ceil(step)) if integer else step
+    if not low <= step <= high:
+        return None
+    return step

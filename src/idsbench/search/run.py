@@ -20,7 +20,7 @@ from idsbench.run.context import CampaignContext
 from idsbench.run.sample import SampleRun
 from idsbench.run.session import Phase, SampleDeps, SensorSession, TrialOutcome
 from idsbench.search.axis import Axis, axis_for
-from idsbench.search.bracket import Bracket, BracketSearch, Observation
+from idsbench.search.bracket import Bracket, BracketSearch, Observation, step_back
 from idsbench.sensors.base import Counters
 from idsbench.store import atomic
 from idsbench.store.layout import SEARCH_DIR, SEARCH_FILE
@@ -28,6 +28,7 @@ from idsbench.store.schema import SampleSummary, SearchResult, ToleranceResult, 
 from idsbench.traffic.rewrite import MAX_INDEX, distinct_copy
 
 SENDER_SHORT = 0.05  # a trial that sent more than 5% below the offered load is sender-limited
+BEHIND_SLACK = 0.05  # cpus axis: CPU used over the replay span above the allocation by more = fell behind
 VERIFY_STEPS = 4     # verification trials per tolerance before giving up
 
 
@@ -156,7 +157,10 @@ class CaseSearch:
 
     @staticmethod
     def _usage(after: float | None, before: float | None, outcome: TrialOutcome) -> float | None:
-        """Cores the sensor used over the trial (a hint for the cpus axis)."""
+        """The CPU the trial's packets needed, in cores: the sensor's CPU time from replay start to
+        the end of its drain, over the replay's span. Above the allocation it fell behind: a capture
+        ring larger than the trial's excess hid the deficit as backlog processed after the replay
+        (no loss in a short trial, loss in a longer one)."""
         rec = outcome.replay.record
         span = rec.end_unix - rec.start_unix
         if after is None or before is None or span <= 0:
@@ -186,6 +190,8 @@ class CaseSearch:
             duration_s=round(elapsed, 3), sent_pkts=rec.sent_pkts, counters=outcome.counters or Counters(),
             waterfall=waterfall_record(wf) if wf else None,
             sender_limited=offered is not None and achieved < offered * (1 - SENDER_SHORT),
+            fell_behind=axis.name == "cpus" and value is not None and usage is not None and
+            usage > value * (1 + BEHIND_SLACK),
             sensor_failed=None if outcome.sensor_alive else "the sensor died during the trial",
             started_unix=rec.start_unix, ended_unix=rec.end_unix)
 
@@ -198,7 +204,7 @@ class CaseSearch:
         loss = 1.0 if record.sensor_failed or record.waterfall is None else record.waterfall.loss_ratio
         achieved = axis.value_of_achieved(record.achieved_pps)
         return Observation(record.value, loss, sender_limited=record.sender_limited, achieved=achieved,
-                           usage=record.sensor_cpus_used)
+                           usage=record.sensor_cpus_used, behind=record.fell_behind)
 
     # --- results ------------------------------------------------------------------------------
     def _results(self, axis: Axis) -> list[ToleranceResult]:
@@ -217,7 +223,8 @@ class CaseSearch:
 
     def _verify(self, axis: Axis, results: list[ToleranceResult]) -> list[TrialRecord]:
         """A final-length cold trial at each result (the NDR as the case's sample s0). A result that
-        fails it is stepped back by the precision, cold, until one holds (at most VERIFY_STEPS)."""
+        fails it is stepped back (`bracket.step_back`: by the precision, or as far as its loss says), cold,
+        until one holds (at most VERIFY_STEPS)."""
         verified: list[TrialRecord] = []
         for i, r in enumerate(results):
             value = r.value
@@ -230,12 +237,15 @@ class CaseSearch:
                 passed = record.sensor_failed is None and record.waterfall is not None and \
                     record.waterfall.loss_ratio <= r.tolerance
                 if passed:
-                    failed_at = r.bracket[1] if r.bracket and value == r.value else _last_failed(verified, value)
+                    failed_at = _other_end(r.bracket, value) if r.bracket and value == r.value \
+                        else _last_failed(verified, value)
                     bracket = tuple(sorted((value, failed_at))) if failed_at is not None else r.bracket
                     r = r.model_copy(update={"value": value, "value_pps": axis.pps_of(value), "verified": True,
                                              "bracket": bracket})
                     break
-                value = self._step_back(axis, value)
+                loss = 1.0 if record.sensor_failed or record.waterfall is None else record.waterfall.loss_ratio
+                value = step_back(value, loss, r.tolerance, self.cfg.precision, direction=axis.direction,
+                                  integer=axis.integer, low=axis.low, high=axis.high)
                 r = r.model_copy(update={"verified": False})
             if r.verified is False:
                 r = r.model_copy(update={"value": None, "value_pps": None})
@@ -257,14 +267,10 @@ class CaseSearch:
             counters=sample.sensor.counters, waterfall=loss_of_sample(sample),
             sensor_failed=None if sample.status in ("ok", "invalid") else sample.reason)
 
-    def _step_back(self, axis: Axis, value: float) -> float | None:
-        """The next value to verify after a failure: one precision step towards safety."""
-        step = value / (1 + self.cfg.precision) if axis.direction == "max" else value * (1 + self.cfg.precision)
-        if axis.integer:
-            step = value - 1 if axis.direction == "max" else value + 1
-        if not axis.low <= step <= axis.high:
-            return None
-        return step
+
+def _other_end(bracket: tuple[float, float], value: float) -> float:
+    """The failing end of a search's bracket whose passing end is `value` (either side: max or min)."""
+    return bracket[0] if bracket[1] == value else bracket[1]
 
 
 def _last_failed(records: list[TrialRecord], passed_at: float) -> float | None:

@@ -259,6 +259,7 @@ class TrialRecord(Record):
     waterfall: WaterfallRecord | None = None
     sender_limited: bool = False      # the sender fell short of the offered rate: not a pass
     sensor_cpus_used: float | None = None   # cores the sensor used over the trial
+    fell_behind: bool = False         # cpus axis: it needed more CPU than its allocation (the ring hid it)
     sensor_failed: str | None = None
     started_unix: float = 0.0
     ended_unix: float = 0.0
