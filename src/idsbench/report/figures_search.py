@@ -54,7 +54,7 @@ def _plot_search(ax: object, result: SearchResult) -> None:
     if behind:
         ax.scatter([t.value for t in behind], [t.waterfall.loss_ratio * 100 for t in behind if t.waterfall],
                    marker="D", facecolors="none", edgecolors="#d62728", s=70,
-                   label="fell behind (needed more CPU than allocated)", zorder=4)
+                   label="fell behind (a backlog when the replay ended)", zorder=4)
     ver = [t for t in result.verification if t.waterfall is not None]
     if ver:
         ax.scatter([t.value for t in ver], [t.waterfall.loss_ratio * 100 for t in ver if t.waterfall], marker="*",

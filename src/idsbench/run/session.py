@@ -42,6 +42,7 @@ from idsbench.wire.netns import NamespaceWire, WireEnds, impair, mtu_for
 
 Phase = Callable[[str], None]
 FIRST_STATS_TIMEOUT_S = 15.0
+IDLE_PROBE_S = 0.25  # how long the sensor's idle CPU use is measured before a trial that measures CPU
 
 
 class Wire(Protocol):
@@ -111,6 +112,35 @@ def split_cpus(available: list[int], sensor_cpuset: list[int] | None) -> tuple[l
 
 
 @dataclass(frozen=True)
+class SensorCpu:
+    """The sensor's CPU time (seconds, its cgroup) around one replay: whether it kept up.
+
+    `idle_rate`: cores it used just before the replay, with nothing to do (a VM's emulator idles
+    at several % of a core). `backlog_fraction`: the work left when the replay ended (its CPU
+    during the drain) over the work done during the replay, idle use taken out of both: above a
+    few % it did not keep up, whatever its capture ring hid in a short trial."""
+
+    idle_rate: float
+    at_start: float
+    at_replay_end: float
+    at_drained: float
+    replay_s: float
+    drain_s: float
+
+    @property
+    def backlog_fraction(self) -> float:
+        during = self.at_replay_end - self.at_start - self.idle_rate * self.replay_s
+        after = self.at_drained - self.at_replay_end - self.idle_rate * self.drain_s
+        return max(0.0, after) / during if during > 0 else 0.0
+
+    @property
+    def cores_needed(self) -> float:
+        """The CPU the replay's packets needed, in cores: all of the sensor's time from replay start
+        to the end of its drain, over the replay's span."""
+        return (self.at_drained - self.at_start) / self.replay_s if self.replay_s > 0 else 0.0
+
+
+@dataclass(frozen=True)
 class TrialOutcome:
     """One replay on a running sensor: what was sent, what the sensor did with it (counters over the
     trial only), where packets were lost."""
@@ -121,6 +151,7 @@ class TrialOutcome:
     counters: Counters | None          # the sensor's counters over this trial (None: none published)
     waterfall: Waterfall | None
     sensor_alive: bool
+    cpu: SensorCpu | None = None       # with `trial(measure_cpu=True)`, where the cgroup is readable
 
 
 @dataclass
@@ -210,21 +241,29 @@ class SensorSession:
                            self.ctx.spec.timing.replay_timeout_s, self.sender.procs_files,
                            impaired=self.ctx.spec.wire.impair.active)
 
-    def trial(self, plan: ReplayPlan, *, settle_s: float | None = None) -> TrialOutcome:
-        """Replay `plan` on the running sensor and wait until it processed what it captured."""
+    def trial(self, plan: ReplayPlan, *, settle_s: float | None = None, measure_cpu: bool = False) -> TrialOutcome:
+        """Replay `plan` on the running sensor and wait until it processed what it captured.
+        `measure_cpu`: also read the sensor's CPU time around the replay (`TrialOutcome.cpu`)."""
         assert self.wire is not None and self.monitor is not None and self.run is not None, "open() first"
         deps, run = self.deps, self.run
         start_point = self._baseline()
+        idle_rate = self._idle_rate() if measure_cpu else None
         before = deps.snapshot(self.wire)
         self.monitor.sample_now()  # a row exactly at replay start and end
         self.phase("replay")
+        cpu_start, t_start = self.cpu_seconds(), deps.monotonic()
         replay = deps.sender.replay(self.sup, plan)
+        cpu_end, t_end = self.cpu_seconds(), deps.monotonic()
         self.monitor.sample_now()
         self.phase("drain")
         timing = self.ctx.spec.timing
         drained = drain(run, self.alive, replay.record.end_unix, timing.drain_timeout_s,
                         min_wait_s=timing.settle_s if settle_s is None else settle_s,
                         clock=deps.monotonic, sleep=deps.sleep, uncounted=self.uncounted)
+        cpu_drained, t_drained = self.cpu_seconds(), deps.monotonic()
+        cpu = None
+        if idle_rate is not None and cpu_start is not None and cpu_end is not None and cpu_drained is not None:
+            cpu = SensorCpu(idle_rate, cpu_start, cpu_end, cpu_drained, t_end - t_start, t_drained - t_end)
         wire = wire_record(before, deps.snapshot(self.wire), impaired=self.ctx.spec.wire.impair.active)
         end_point = drained.last
         self._last_point = end_point
@@ -236,7 +275,16 @@ class SensorSession:
             self.facts.oom = self.setup.oom_killed()
             self.facts.sensor_failure = f"{describe_exit(self.engine.name, self.child.returncode)} during the run"
         wf = waterfall_of(replay.record.sent_pkts, wire, counters, self.facts.invisible) if counters else None
-        return TrialOutcome(replay, drained, wire, counters, wf, alive)
+        return TrialOutcome(replay, drained, wire, counters, wf, alive, cpu)
+
+    def _idle_rate(self) -> float | None:
+        """Cores the sensor uses with nothing to do, over IDLE_PROBE_S before a replay."""
+        c0, t0 = self.cpu_seconds(), self.deps.monotonic()
+        self.deps.sleep(IDLE_PROBE_S)
+        c1, t1 = self.cpu_seconds(), self.deps.monotonic()
+        if c0 is None or c1 is None or t1 <= t0:
+            return None
+        return max(0.0, (c1 - c0) / (t1 - t0))
 
     def _baseline(self) -> CounterPoint | None:
         """The counters before a trial: the last trial's end, or the first stats record after ready

@@ -258,8 +258,9 @@ class TrialRecord(Record):
     degraded: dict[str, int] = Field(default_factory=dict)
     waterfall: WaterfallRecord | None = None
     sender_limited: bool = False      # the sender fell short of the offered rate: not a pass
-    sensor_cpus_used: float | None = None   # cores the sensor used over the trial
-    fell_behind: bool = False         # cpus axis: it needed more CPU than its allocation (the ring hid it)
+    sensor_cpus_used: float | None = None   # cores the trial's packets needed (replay + drain over the replay)
+    backlog_fraction: float | None = None   # work left when the replay ended, over the replay's work
+    fell_behind: bool = False         # that backlog above search's slack: not a pass (its ring hid the loss)
     sensor_failed: str | None = None
     started_unix: float = 0.0
     ended_unix: float = 0.0
