@@ -52,3 +52,15 @@ def test_counters_that_never_catch_up_end_the_drain_undrained_but_not_stuck():
     result = drain(Lagging(clock, caught_up_at=1e9), lambda: True, 99.5, 30.0, clock=clock.now,  # type: ignore[arg-type]
                    sleep=clock.sleep, uncounted=lambda p: 1000 - p.counters.captured_pkts)
     assert not result.drained and not result.stuck and result.waited_s < 10
+
+
+def test_where_the_interface_tells_one_complete_record_after_the_replay_is_enough():
+    clock = Clock()
+    sensor = Lagging(clock, caught_up_at=0.0)  # every record already counts the 1000 packets
+    result = drain(sensor, lambda: True, 99.5, 30.0, clock=clock.now, sleep=clock.sleep,  # type: ignore[arg-type]
+                   uncounted=lambda p: 1000 - p.counters.captured_pkts)
+    assert result.drained and result.waited_s < 0.05  # the record of second 0 (t=100.0) is after 99.5
+    clock2 = Clock()
+    without = drain(Lagging(clock2, caught_up_at=0.0), lambda: True, 99.5, 30.0,  # type: ignore[arg-type]
+                    clock=clock2.now, sleep=clock2.sleep)
+    assert without.drained and without.waited_s >= 1.0  # a second record had to show nothing new

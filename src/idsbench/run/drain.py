@@ -35,9 +35,12 @@ class DrainResult:
 def drain(run: SensorRun, alive: Callable[[], bool], replay_end_unix: float, timeout_s: float, *,
           min_wait_s: float = 0.0, clock: Callable[[], float] = time.monotonic,
           sleep: Callable[[float], None] = time.sleep, interval_s: float = 0.1,
-          uncounted: Callable[[CounterPoint], int] = lambda _p: 0) -> DrainResult:
+          uncounted: Callable[[CounterPoint], int | None] = lambda _p: None) -> DrainResult:
     """`uncounted(point)`: packets the capture interface received that the sensor's counters do not
-    show yet (its capture statistics lag behind, e.g. a starved worker); drained needs none."""
+    show yet (its capture statistics lag behind, e.g. a starved worker), None where the interface
+    cannot tell; drained needs none. Where it can tell, a record after the replay that counts every
+    packet the interface received and has nothing left to process is enough; else a second record
+    must show nothing new captured."""
     t0 = clock()
     previous: CounterPoint | None = None
     last: CounterPoint | None = None
@@ -49,8 +52,10 @@ def drain(run: SensorRun, alive: Callable[[], bool], replay_end_unix: float, tim
             c = point.counters
             after = previous is not None and previous.t_unix > replay_end_unix
             settled = after and previous is not None and previous.counters.captured_pkts == c.captured_pkts
-            backlog = c.unprocessed_pkts + max(0, uncounted(point))
-            if settled and backlog == 0 and waited >= min_wait_s:
+            missing = uncounted(point)
+            backlog = c.unprocessed_pkts + max(0, missing or 0)
+            complete = missing == 0  # the interface received nothing the counters do not show
+            if (settled or complete) and backlog == 0 and waited >= min_wait_s:
                 return DrainResult(True, waited, point)
             busy = previous is None or previous.counters.decoded_pkts != c.decoded_pkts or \
                 previous.counters.captured_pkts != c.captured_pkts

@@ -301,15 +301,15 @@ class SensorSession:
             self._origin = (self.deps.snapshot(self.wire), point)
         return point
 
-    def uncounted(self, point: CounterPoint) -> int:
+    def uncounted(self, point: CounterPoint) -> int | None:
         """Packets the sensor's interface received since the first baseline that `point` does not
-        count as captured (0 where the capture interface is not the wire's end)."""
+        count as captured (None where the capture interface is not the wire's end)."""
         if self._origin is None or self.wire is None:
-            return 0
+            return None
         (wire0, point0) = self._origin
         now = self.deps.snapshot(self.wire)
         if wire0.sensor is None or now.sensor is None:
-            return 0
+            return None
         received = now.sensor.rx_pkts - wire0.sensor.rx_pkts
         return received - (point.counters.captured_pkts - point0.counters.captured_pkts)
 
