@@ -77,12 +77,15 @@ class CaseSearch:
             axis = self._search(axis, lambda value: self._cold_trial(self.axis, value, self.cfg.trial_s,
                                                                     f"t{len(self.trials)}"))
         results = self._results(axis)
+        trials_done = time.monotonic()
         verification = self._verify(axis, results)
         result = SearchResult(
             case_id=self.case.case_id, axis=axis.name, unit=axis.unit, precision=self.cfg.precision,
             mode="warm" if warm else "cold", avg_frame_bytes=axis.avg_frame, sender_ceiling_pps=axis.ceiling_pps,
             fixed_load_pps=axis.fixed_load_pps, results=tuple(results), trials=tuple(self.trials),
-            verification=tuple(verification), elapsed_s=round(time.monotonic() - started, 3), notes=tuple(self.notes))
+            verification=tuple(verification), elapsed_s=round(time.monotonic() - started, 3),
+            trials_s=round(trials_done - started, 3), verification_s=round(time.monotonic() - trials_done, 3),
+            notes=tuple(self.notes))
         atomic.write_json(self.dir / SEARCH_FILE, result.model_dump(mode="json"))
         return result
 
@@ -192,7 +195,8 @@ class CaseSearch:
     def _observation(self, axis: Axis, record: TrialRecord) -> Observation:
         loss = 1.0 if record.sensor_failed or record.waterfall is None else record.waterfall.loss_ratio
         if record.fell_behind and record.backlog_fraction is not None:
-            loss = min(1.0, loss + record.backlog_fraction)  # what a longer trial would have lost too
+            # what a longer trial would have lost too: it kept up with 1/(1 + backlog) of what it took
+            loss = 1.0 - (1.0 - loss) / (1.0 + record.backlog_fraction)
         achieved = axis.value_of_achieved(record.achieved_pps)
         return Observation(record.value, loss, sender_limited=record.sender_limited, achieved=achieved,
                            usage=record.sensor_cpus_used, behind=record.fell_behind)

@@ -290,6 +290,8 @@ class SearchResult(Record):
     trials: tuple[TrialRecord, ...] = ()
     verification: tuple[TrialRecord, ...] = ()
     elapsed_s: float = 0.0
+    trials_s: float = 0.0              # of which the trials (warm: with the sensor's start and stop)
+    verification_s: float = 0.0        # and the cold verification samples
     notes: tuple[str, ...] = ()
 
 
