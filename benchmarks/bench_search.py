@@ -1,10 +1,16 @@
-"""Per-trial overhead of a search on a warm sensor vs a fresh sensor per trial (cold), with the
-Emerging Threats Open ruleset (a ~13 s rule load here) and the bundled rules, on the same case.
+"""Time of a search on a warm sensor vs a fresh sensor per trial (cold), with the Emerging Threats
+Open ruleset and with the bundled rules, on the same case.
 
 Run as root: `.venv/bin/python benchmarks/bench_search.py [--quick]`. Prints, per ruleset and mode,
-the trials, the total time, and the overhead per trial (wall time of the trial loop / trials −
-trial_s), side by side; exits 1 when a target is missed: the ET Open search must take less than half
-the time in warm mode than in cold mode (issue 11).
+the trials, the time of the trial phase (warm: with the sensor's one start and stop), the cold
+verification samples, the whole search, and the overhead per trial (span of the trials / trials −
+trial_s), side by side. Exits 1 when the target is missed: with ET Open the whole search, its
+verification included, must take less than half the time in warm mode than in cold mode (issue 11).
+
+ET Open runs under a 0.3-core quota: with its rules (which alert little on this traffic) half a
+core keeps up with the sender here, the search would end at its first trial and there would be
+nothing to compare. Under the quota the sensor's limit (~250k pps) lies inside the sender's range,
+and the rule load a cold trial repeats takes ~45 s.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from idsbench.search.campaign import search_campaign
@@ -21,49 +27,66 @@ from idsbench.spec import spec_from_dict
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 ET_OPEN = SHARED / "data" / "rules" / "et-open-2024-04-12.rules"
 TRIAL_S = 2.0
+# The capture ring a user tuning for NDR deploys (README): Suricata's default (~2k frames) turns every
+# scheduling pause of this shared host into loss, so which trials and verifications pass becomes noise
+# and the comparison measures that noise rather than the cost of a trial.
+RING = {"af-packet.0.ring-size": 32768}
 
 
-def one(label: str, rules: list[str], warm: bool, root: Path, ready_timeout_s: float) -> tuple[int, float, float]:
-    """(trials, wall seconds of the whole search, overhead seconds per trial)."""
+@dataclass(frozen=True)
+class Timing:
+    trials: int
+    verifications: int
+    trials_s: float       # the trial phase
+    verification_s: float
+    search_s: float       # the whole search
+    overhead_s: float     # per trial, beyond trial_s
+
+
+def one(label: str, rules: list[str], cpus: float, warm: bool, root: Path, ready_timeout_s: float) -> Timing:
     name = f"bench-{label.lower().replace(' ', '-')}-{'warm' if warm else 'cold'}"
     spec = spec_from_dict({
         "name": name, "traffic": {"traces": ["builtin:mixed?packets=20000"], "replayers": [1], "rate": "topspeed"},
-        "sensor": {"rules": rules, "ready_timeout_s": ready_timeout_s, "ground_truth": False},
-        "setup": {"cpus": 1.0},
+        "sensor": {"rules": rules, "ready_timeout_s": ready_timeout_s, "ground_truth": False, "set": RING},
+        "setup": {"cpus": cpus},
         "search": {"warm": warm, "trial_s": TRIAL_S, "final_s": TRIAL_S, "max_trials": 8},
     })
-    t0 = time.monotonic()
     (result,) = search_campaign(spec, root / name, state_dir=root / "state", name_prefix="ibbs").results
-    wall = time.monotonic() - t0
     trials = len(result.trials)
     span = (result.trials[-1].ended_unix - result.trials[0].started_unix) if trials else 0.0
     per_trial = span / trials if trials else 0.0
-    return trials, wall, max(0.0, per_trial - TRIAL_S)
+    return Timing(trials, len(result.verification), result.trials_s, result.verification_s, result.elapsed_s,
+                  max(0.0, per_trial - TRIAL_S))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="bundled rules only (no ET Open)")
     args = parser.parse_args()
-    rulesets = [("bundled", ["builtin:events"], 120.0)]
+    # (label, rules, CPU quota, readiness allowance): see the module's docstring for ET Open's quota
+    rulesets = [("bundled", ["builtin:events"], 1.0, 120.0)]
     if not args.quick:
         if not ET_OPEN.is_file():
             print(f"bench_search: the ET Open ruleset is not at {ET_OPEN} (../shared/data/rules)", file=sys.stderr)
             return 2
-        rulesets.append(("ET Open", [str(ET_OPEN)], 300.0))
-    print(f"{'ruleset':<10} {'mode':<5} {'trials':>6} {'search s':>9} {'overhead/trial s':>17}")
+        rulesets.append(("ET Open", [str(ET_OPEN)], 0.3, 300.0))
+    print(f"{'ruleset':<10} {'mode':<5} {'trials':>6} {'trials s':>9} {'verif':>5} {'verif s':>8} "
+          f"{'search s':>9} {'overhead/trial s':>17}")
     misses = []
     with tempfile.TemporaryDirectory(prefix="idsbench-bench-search-") as tmp:
-        for label, rules, ready in rulesets:
-            totals = {}
+        for label, rules, cpus, ready in rulesets:
+            t: dict[bool, Timing] = {}
             for warm in (True, False):
-                trials, wall, overhead = one(label, rules, warm, Path(tmp), ready)
-                totals[warm] = wall
-                print(f"{label:<10} {'warm' if warm else 'cold':<5} {trials:>6} {wall:>9.1f} {overhead:>17.2f}")
-            ratio = totals[True] / totals[False]
-            print(f"{label:<10} warm/cold time: {ratio:.2f} (target for ET Open: < 0.5)")
-            if label == "ET Open" and ratio >= 0.5:
-                misses.append(f"ET Open warm search took {ratio:.2f} of the cold search's time (target < 0.5)")
+                x = t[warm] = one(label, rules, cpus, warm, Path(tmp), ready)
+                print(f"{label:<10} {'warm' if warm else 'cold':<5} {x.trials:>6} {x.trials_s:>9.1f} "
+                      f"{x.verifications:>5} {x.verification_s:>8.1f} {x.search_s:>9.1f} {x.overhead_s:>17.2f}")
+            phase = t[True].trials_s / t[False].trials_s
+            whole = t[True].search_s / t[False].search_s
+            per_trial = (t[True].trials_s / max(1, t[True].trials)) / (t[False].trials_s / max(1, t[False].trials))
+            print(f"{label:<10} warm/cold: whole search {whole:.2f} (target for ET Open: < 0.5), trial phase "
+                  f"{phase:.2f}, per trial {per_trial:.2f}")
+            if label == "ET Open" and whole >= 0.5:
+                misses.append(f"the warm ET Open search took {whole:.2f} of the cold search's time (target < 0.5)")
     for miss in misses:
         print(f"MISS: {miss}")
     return 1 if misses else 0
