@@ -145,3 +145,37 @@ def test_a_trial_that_fell_behind_fails_although_its_ring_hid_the_loss():
     assert b.passed == 1.0 and b.failed == 0.05
     nxt = s.next_value()  # guided by the CPU it needed, not halved again
     assert nxt is not None and 0.1 <= nxt <= 0.12
+
+
+def test_trials_that_disagree_resolve_conservatively_and_never_repeat_a_value():
+    # a CI run: 418k passed, then a paused host failed 356k (sender-limited) and 386k; the search
+    # must take the lowest failure as the bound (the pass above it no longer counts), go on below it
+    # and never try one value twice
+    s = BracketSearch(tolerances=(0.0,), precision=0.05, low=1_000.0, high=530_000.0)
+    s.record(Observation(530_000.0, 0.186))
+    s.record(Observation(418_563.0, 0.0))
+    s.record(Observation(440_138.0, 0.0956, behind=True))
+    s.record(Observation(429_215.0, 0.154, sender_limited=True, achieved=355_966.0))
+    (b,) = s.result()
+    assert b.failed == 355_966.0 and b.passed is None  # the pass at 418k is above a failure
+    tried = [o.value for o in s.observations]
+    healthy = sensor(330_000.0)  # the host as it was for the rest of the search
+    n = 0
+    while (value := s.next_value()) is not None and n < 10:
+        assert value not in tried, (value, tried)
+        tried.append(value)
+        s.record(healthy(value))
+        n += 1
+    (b,) = s.result()
+    assert s.done() and b.passed is not None and b.failed is not None
+    assert b.passed <= 330_000 < b.failed and b.failed / b.passed - 1 <= 0.05 + 1e-9, (b, tried)
+
+
+def test_a_pass_beyond_a_failure_does_not_move_the_result():
+    s = BracketSearch(tolerances=(0.0,), precision=0.05, low=1_000.0, high=500_000.0)
+    s.record(Observation(500_000.0, 0.2))
+    s.record(Observation(380_000.0, 0.0))
+    s.record(Observation(400_000.0, 0.01))  # fails
+    s.record(Observation(420_000.0, 0.0))   # passes above the failure: a lucky trial
+    (b,) = s.result()
+    assert b.passed == 380_000.0 and b.failed == 400_000.0 and not b.lower_bound

@@ -38,9 +38,10 @@ class Observation:
 @dataclass
 class Bracket:
     tolerance: float
-    passed: float | None = None     # best value seen within tolerance
+    passed: float | None = None     # best value within tolerance on the safe side of every failure
     failed: float | None = None     # closest value seen outside it
     lower_bound: bool = False
+    passes: list[tuple[float, bool]] = field(default_factory=list)  # (value, lower bound) of every pass
 
 
 @dataclass
@@ -81,12 +82,27 @@ class BracketSearch:
         return a > b if self.direction == "max" else a < b
 
     def _pass(self, b: Bracket, value: float, lower_bound: bool) -> None:
-        if b.passed is None or self._better(value, b.passed):
-            b.passed, b.lower_bound = value, lower_bound
+        b.passes.append((value, lower_bound))
+        self._settle(b)
 
     def _fail(self, b: Bracket, value: float) -> None:
         if b.failed is None or self._better(b.failed, value):  # keep the failure closest to the passes
             b.failed = value
+        self._settle(b)
+
+    def _settle(self, b: Bracket) -> None:
+        """The best pass on the safe side of the closest failure. Trials that disagree (a pass at a
+        load above a failure: the host paused during one of them) resolve conservatively, as in
+        MLRsearch: the failure stands and the passes beyond it no longer count."""
+        safe = [(v, lb) for v, lb in b.passes if b.failed is None or self._better(b.failed, v)]
+        if not safe:
+            b.passed, b.lower_bound = None, False
+            return
+        best = safe[0]
+        for v, lb in safe[1:]:
+            if self._better(v, best[0]):
+                best = (v, lb)
+        b.passed, b.lower_bound = best
 
     # --- deciding ---------------------------------------------------------------------------
     def resolved(self, b: Bracket) -> bool:
