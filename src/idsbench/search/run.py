@@ -11,6 +11,7 @@ its verdict — or as a cold trial for the other tolerances.
 from __future__ import annotations
 
 import math
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +37,7 @@ VERIFY_STEPS = 5     # verification trials per tolerance before giving up
 # that one passes: the value then passed one of two final-length trials, MLRsearch's "goal exceed
 # ratio" of 0.5 (FD.io CSIT's default). A clearer failure steps back at once.
 MARGINAL_LOSS = 1e-4
+HELD_SAMPLE_DIR = "held-s0"  # the best verification sample that held, while later ones run in s0
 
 
 class CaseSearch:
@@ -233,8 +235,8 @@ class CaseSearch:
                 self.notes.append(f"tolerance {r.tolerance:g}: no value held in the verification trials "
                                   f"(last tried {last:,.6g} {axis.unit})")
                 continue
-            if i == 0 and last != held:  # s0 holds the last sample run: run it again where it held
-                verified.append(self._verify_at(axis, held, i, len(self.trials) + len(verified)))
+            if i == 0:  # s0 is the verification sample at the value reported (it may not be the last)
+                self._restore_held_sample()
             if broke is None:
                 bracket = r.bracket
             else:
@@ -263,7 +265,10 @@ class CaseSearch:
             last = value
             loss = 1.0 if record.sensor_failed or record.waterfall is None else record.waterfall.loss_ratio
             if record.sensor_failed is None and loss <= r.tolerance:
-                held = value if held is None or better(value, held) else held
+                if held is None or better(value, held):
+                    held = value
+                    if tolerance_index == 0:
+                        self._keep_held_sample()
                 if broke is None:
                     break  # held where the search ended (or first after stepping back without a failure)
             elif record.sensor_failed is None and loss <= r.tolerance + MARGINAL_LOSS and value not in retried:
@@ -286,6 +291,25 @@ class CaseSearch:
             if value in (lo, hi):
                 break
         return held, broke, last
+
+    def _keep_held_sample(self) -> None:
+        """Set the sample s0 that just held aside: a later verification would reuse its directory."""
+        kept = self.dir / HELD_SAMPLE_DIR
+        if kept.exists():
+            shutil.rmtree(kept)
+        s0 = self.ctx.layout.sample_dir(self.case.case_id, 0)
+        if s0.is_dir():
+            shutil.move(s0, kept)
+
+    def _restore_held_sample(self) -> None:
+        """The case's sample s0 becomes the best verification that held (not a later one that broke)."""
+        kept = self.dir / HELD_SAMPLE_DIR
+        if not kept.is_dir():
+            return
+        s0 = self.ctx.layout.sample_dir(self.case.case_id, 0)
+        if s0.exists():
+            shutil.rmtree(s0)
+        shutil.move(kept, s0)
 
     def _verify_at(self, axis: Axis, value: float, tolerance_index: int, index: int) -> TrialRecord:
         if tolerance_index > 0:
