@@ -128,10 +128,14 @@ class SensorCpu:
     drain_s: float
 
     @property
+    def backlog_work_s(self) -> float:
+        """CPU seconds it worked after the replay ended, idle use taken out."""
+        return max(0.0, self.at_drained - self.at_replay_end - self.idle_rate * self.drain_s)
+
+    @property
     def backlog_fraction(self) -> float:
         during = self.at_replay_end - self.at_start - self.idle_rate * self.replay_s
-        after = self.at_drained - self.at_replay_end - self.idle_rate * self.drain_s
-        return max(0.0, after) / during if during > 0 else 0.0
+        return self.backlog_work_s / during if during > 0 else 0.0
 
     @property
     def cores_needed(self) -> float:

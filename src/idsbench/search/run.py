@@ -11,9 +11,11 @@ its verdict — or as a cold trial for the other tolerances.
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from idsbench.accounting import Waterfall, waterfall_of
@@ -30,7 +32,10 @@ from idsbench.store.schema import SampleSummary, SearchResult, ToleranceResult, 
 from idsbench.traffic.rewrite import MAX_INDEX, distinct_copy
 
 SENDER_SHORT = 0.05  # a trial that sent more than 5% below the offered load is sender-limited
-BEHIND_SLACK = 0.05  # work left at the end of the replay, over the replay's work: above it, it fell behind
+# A trial fell behind when the work left at the end of its replay is above this share of the replay's
+# work and would keep its whole allocation busy for more than this share of the replay's duration (a
+# light load's few ms of tail work are no deficit).
+BEHIND_SLACK = 0.05
 VERIFY_STEPS = 5     # verification trials per tolerance before giving up
 # A verification that failed by at most this much more loss than its tolerance (a few packets of a
 # million: one scheduling pause of a shared host) is run once more at the same value, which holds if
@@ -176,18 +181,33 @@ class CaseSearch:
         elapsed = max((r.elapsed_s for r in rec.replayers), default=0.0) or (rec.end_unix - rec.start_unix)
         achieved = sum(r.pps for r in rec.replayers)
         offered = axis.offered_pps(value)
-        wf = outcome.waterfall
+        counters, wf = outcome.counters, outcome.waterfall
+        if counters is not None and wf is not None and counters.captured_pkts < counters.decoded_pkts + counters.dropped_pkts:
+            # A running sensor's capture counter can be older than its decode counter (seen with
+            # Suricata under a tenth of a core: every packet decoded, its kernel count 10% short). It
+            # captured at least what it decoded and dropped; drops it has not read yet stay unaccounted.
+            counters = replace(counters, captured_pkts=counters.decoded_pkts + counters.dropped_pkts)
+            wf = waterfall_of(rec.sent_pkts, outcome.wire, counters, wf.invisible)
+        behind = outcome.cpu is not None and outcome.cpu.backlog_fraction > BEHIND_SLACK and \
+            outcome.cpu.backlog_work_s > BEHIND_SLACK * outcome.cpu.replay_s * self._allocation(axis, value)
         return TrialRecord(
             index=index, mode="warm" if mode == "warm" else "cold", value=value if value is not None else achieved,
             offered_pps=offered, sensor_cpus_used=round(outcome.cpu.cores_needed, 4) if outcome.cpu else None,
             backlog_fraction=round(outcome.cpu.backlog_fraction, 5) if outcome.cpu else None,
             achieved_pps=round(achieved, 3), achieved_mbps=round(sum(r.mbps for r in rec.replayers), 3),
-            duration_s=round(elapsed, 3), sent_pkts=rec.sent_pkts, counters=outcome.counters or Counters(),
+            duration_s=round(elapsed, 3), sent_pkts=rec.sent_pkts, counters=counters or Counters(),
             waterfall=waterfall_record(wf) if wf else None,
             sender_limited=offered is not None and achieved < offered * (1 - SENDER_SHORT),
-            fell_behind=outcome.cpu is not None and outcome.cpu.backlog_fraction > BEHIND_SLACK,
+            fell_behind=behind,
             sensor_failed=None if outcome.sensor_alive else "the sensor died during the trial",
             started_unix=rec.start_unix, ended_unix=rec.end_unix)
+
+    def _allocation(self, axis: Axis, value: float | None) -> float:
+        """The cores the sensor had in a trial: the value on the cpus axis, else the case's quota, else
+        every CPU of the host."""
+        if axis.name == "cpus" and value is not None:
+            return value
+        return self.case.cpus if self.case.cpus is not None else float(os.cpu_count() or 1)
 
     def _failed_record(self, axis: Axis, value: float | None, mode: str, why: str | None) -> TrialRecord:
         return TrialRecord(index=len(self.trials), mode="warm" if mode == "warm" else "cold", value=value or 0.0,

@@ -1,0 +1,65 @@
+"""How a search judges one trial from what the session measured: a capture counter older than the
+decode counter, and whether the sensor fell behind (pure logic on a measured outcome)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from idsbench.accounting import waterfall_of
+from idsbench.run.session import SensorCpu
+from idsbench.search.axis import Axis
+from idsbench.search.run import CaseSearch
+from idsbench.sensors.base import Counters
+from idsbench.store.schema import WireRecord
+
+RATE = Axis("rate", "pps", case=None, low=1_000.0, high=1_000_000.0)  # type: ignore[arg-type]
+CPUS = Axis("cpus", "cpus", case=None, low=0.02, high=1.0, direction="min")  # type: ignore[arg-type]
+SENT = 112_950
+
+
+def search(cpus: float | None) -> CaseSearch:
+    s = object.__new__(CaseSearch)
+    s.case = SimpleNamespace(cpus=cpus)  # type: ignore[assignment]
+    return s
+
+
+def outcome(counters: Counters, cpu: SensorCpu | None = None) -> SimpleNamespace:
+    wire = WireRecord(sender_tx_pkts=SENT, sender_tx_dropped=0, sensor_rx_pkts=SENT, sensor_rx_dropped=0,
+                      softnet_dropped=0, softnet_time_squeeze=0)
+    replayer = SimpleNamespace(elapsed_s=2.0, pps=SENT / 2, mbps=40.0)
+    record = SimpleNamespace(replayers=[replayer], start_unix=100.0, end_unix=102.0, sent_pkts=SENT)
+    return SimpleNamespace(replay=SimpleNamespace(record=record), counters=counters, wire=wire,
+                           waterfall=waterfall_of(SENT, wire, counters, ()), cpu=cpu, sensor_alive=True)
+
+
+def test_a_capture_counter_older_than_the_decode_counter_is_raised_to_it():
+    # a CI run: Suricata under 0.1 CPU decoded every packet, its kernel counter showed 11k fewer
+    stale = Counters(captured_pkts=SENT - 11_056, dropped_pkts=0, decoded_pkts=SENT)
+    assert waterfall_of(SENT, outcome(stale).wire, stale, ()).unaccounted_pkts == 11_056  # before
+    rec = search(0.1)._record(RATE, 56_474.0, "warm", outcome(stale), 1)  # type: ignore[arg-type]
+    assert rec.waterfall is not None and rec.waterfall.unaccounted_pkts == 0 and rec.waterfall.loss_ratio == 0
+    assert rec.counters.captured_pkts == SENT
+
+
+def test_drops_the_sensor_has_not_read_yet_stay_unaccounted():
+    stale = Counters(captured_pkts=90_000, dropped_pkts=1_000, decoded_pkts=95_000)  # 16,950 not seen
+    rec = search(0.1)._record(RATE, 56_474.0, "warm", outcome(stale), 1)  # type: ignore[arg-type]
+    assert rec.waterfall is not None and rec.waterfall.unaccounted_pkts == SENT - 96_000
+    assert rec.waterfall.loss_capture_pkts == 1_000
+
+
+def test_a_light_load_on_a_whole_cpu_does_not_fall_behind_for_its_few_ms_of_tail_work():
+    # a CI run: 40k pps on 1 CPU used 0.136 cores; 5.1% of its work came after the replay (14 ms)
+    cpu = SensorCpu(idle_rate=0.0, at_start=0.0, at_replay_end=0.2588, at_drained=0.2721, replay_s=2.0, drain_s=1.0)
+    assert cpu.backlog_fraction > 0.05
+    ok = Counters(captured_pkts=SENT, dropped_pkts=0, decoded_pkts=SENT)
+    assert not search(None)._record(CPUS, 1.0, "warm", outcome(ok, cpu), 0).fell_behind  # type: ignore[arg-type]
+    # the same tail on a tenth of a core is 0.13 s of its whole allocation: behind
+    assert search(None)._record(CPUS, 0.1, "warm", outcome(ok, cpu), 0).fell_behind  # type: ignore[arg-type]
+
+
+def test_a_starved_sensor_with_a_large_tail_falls_behind():
+    cpu = SensorCpu(idle_rate=0.0, at_start=0.0, at_replay_end=0.2, at_drained=0.23, replay_s=2.0, drain_s=1.0)
+    ok = Counters(captured_pkts=SENT, dropped_pkts=0, decoded_pkts=SENT)
+    rec = search(0.1)._record(RATE, 600_000.0, "warm", outcome(ok, cpu), 0)  # type: ignore[arg-type]
+    assert rec.fell_behind and rec.backlog_fraction == 0.15
