@@ -39,9 +39,12 @@ def _ndr(result: SearchResult) -> float:
 
 
 def test_ndr_on_a_generated_trace_twice(tmp_path, state_dir, cache_dir):
+    # A third of a CPU: a sensor limited by its quota gets the same CPU time however busy this shared
+    # VM's host is. On a whole CPU the NDR followed the host: 421k and 301k pps in two back-to-back
+    # searches of one CI run (39% vs 8% loss at the top), beyond the 15%.
     traffic = {"traces": ["builtin:mixed?packets=20000"], "replayers": [1], "rate": "topspeed"}
-    first = _search(tmp_path, state_dir, cache_dir, "a", traffic=traffic, setup={"cpus": 1.0}, sensor=RING)
-    second = _search(tmp_path, state_dir, cache_dir, "b", traffic=traffic, setup={"cpus": 1.0}, sensor=RING)
+    first = _search(tmp_path, state_dir, cache_dir, "a", traffic=traffic, setup={"cpus": 0.3}, sensor=RING)
+    second = _search(tmp_path, state_dir, cache_dir, "b", traffic=traffic, setup={"cpus": 0.3}, sensor=RING)
     for result in (first, second):
         (ndr,) = result.results
         assert len(result.trials) <= 10, [(t.value, t.waterfall) for t in result.trials]
