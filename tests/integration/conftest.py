@@ -49,15 +49,22 @@ def cache_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("cache")
 
 
+def prefixed_namespaces() -> set[str]:
+    """Network namespaces named with this session's test prefix."""
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return {line.split()[0] for line in namespaces.splitlines() if line.startswith(TEST_PREFIX)}
+
+
 @pytest.fixture
 def state_dir(tmp_path):
-    """A state dir of the test's own; asserts the test left no resources behind."""
+    """A state dir of the test's own; asserts the test left no resources behind (namespaces a killed
+    earlier run left are not this test's: they are compared, not counted)."""
     d = tmp_path / "state"
     d.mkdir()
+    before = prefixed_namespaces()
     yield d
     leftovers = list(d.glob("*.json"))
-    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    ours = [line.split()[0] for line in namespaces.splitlines() if line.startswith(TEST_PREFIX)]
+    ours = sorted(prefixed_namespaces() - before)
     assert not leftovers and not ours, f"test left resources: {leftovers} {ours}"
 
 

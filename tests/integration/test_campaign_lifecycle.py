@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import TEST_PREFIX
+from .conftest import TEST_PREFIX, prefixed_namespaces
 
 pytestmark = pytest.mark.usefixtures("need_root")
 
@@ -36,11 +36,6 @@ def _write_spec(path: Path, traces, *, replayers=(1,), samples=1, pps=500, rules
         lines += ["[sensor]", f"rules = {json.dumps([str(r) for r in rules])}"]
     path.write_text("\n".join(lines) + "\n")
     return path
-
-
-def _netns_with_prefix() -> list[str]:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return [line.split()[0] for line in out.splitlines() if line.startswith(TEST_PREFIX)]
 
 
 @pytest.mark.parametrize("case", ["bad-spec", "missing-pcap", "corrupt-pcap", "bad-rules"])
@@ -77,6 +72,7 @@ def test_sigkill_then_cleanup_then_resume(tmp_path, env, pcaps):
     trace = pcaps / "zeek_modbusBig.pcap"  # 13,622 packets: ~4.5 s per replay at 3000 pps
     spec = _write_spec(tmp_path / "k.toml", [trace], replayers=(1, 2), pps=3000)
     out = tmp_path / "out"
+    before = prefixed_namespaces()
     proc = subprocess.Popen([sys.executable, "-m", "idsbench.cli.main", "run", str(spec), "--out", str(out),
                              "--no-report"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
@@ -98,7 +94,7 @@ def test_sigkill_then_cleanup_then_resume(tmp_path, env, pcaps):
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
-    assert _netns_with_prefix(), "a killed run should have left its namespaces (else the test proves nothing)"
+    assert prefixed_namespaces() - before, "a killed run should have left its namespaces (else the test proves nothing)"
     state_files = list(Path(env["IDSBENCH_STATE_DIR"]).glob("*.json"))
     assert state_files
     pids = [r["pid"] for f in state_files for r in json.loads(f.read_text())["resources"] if r["kind"] == "process"]
@@ -107,7 +103,7 @@ def test_sigkill_then_cleanup_then_resume(tmp_path, env, pcaps):
     cleaned = _idsbench("cleanup", env=env)
     assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
     assert "removed netns" in cleaned.stdout
-    assert _netns_with_prefix() == []
+    assert prefixed_namespaces() - before == set()
     assert list(Path(env["IDSBENCH_STATE_DIR"]).glob("*.json")) == []
     time.sleep(0.2)
     for pid in pids:
@@ -135,6 +131,7 @@ def test_interrupt_mid_sample_tears_everything_down(tmp_path, env, pcaps, sig, s
     trace = pcaps / "zeek_modbusBig.pcap"
     spec = _write_spec(tmp_path / "i.toml", [trace], replayers=(2,), pps=3000)
     out = tmp_path / "out"
+    before = prefixed_namespaces()
     # `kill -INT` stops a run even when it inherited SIGINT ignored (this suite under `make test &`)
     proc = subprocess.Popen([sys.executable, "-m", "idsbench.cli.main", "run", str(spec), "--out", str(out),
                              "--no-report"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -153,6 +150,6 @@ def test_interrupt_mid_sample_tears_everything_down(tmp_path, env, pcaps, sig, s
             proc.wait(10)
     assert proc.returncode == 130, output
     assert "interrupted" in output
-    assert _netns_with_prefix() == []
+    assert prefixed_namespaces() - before == set()
     assert list(Path(env["IDSBENCH_STATE_DIR"]).glob("*.json")) == []
     assert not list(out.glob("cases/*/s0/summary.json"))  # the interrupted sample is not complete
