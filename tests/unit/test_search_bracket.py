@@ -179,3 +179,14 @@ def test_a_pass_beyond_a_failure_does_not_move_the_result():
     s.record(Observation(420_000.0, 0.0))   # passes above the failure: a lucky trial
     (b,) = s.result()
     assert b.passed == 380_000.0 and b.failed == 400_000.0 and not b.lower_bound
+
+
+def test_two_close_failures_do_not_fit_a_capacity_far_below_either():
+    # a CI search of a 12k pps sensor: 17,303 pps fell behind by 26% of its work, 13,342 by 21%: a
+    # line through the two kept loads (13.8k, 11.0k) meets the diagonal at 5.4k, a wasted low trial
+    s = BracketSearch(tolerances=(0.0,), precision=0.05, low=6_000.0, high=600_000.0)
+    for load, backlog in ((17_303.0, 0.256), (13_342.0, 0.212)):
+        s.record(Observation(load, 1 - 1 / (1 + backlog), behind=True))
+    guess = s.next_value()
+    lowest_alone = 13_342.0 / 1.212
+    assert guess is not None and 0.8 * lowest_alone * 0.97 <= guess < lowest_alone, guess

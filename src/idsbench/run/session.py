@@ -137,6 +137,15 @@ class SensorCpu:
         during = self.at_replay_end - self.at_start - self.idle_rate * self.replay_s
         return self.backlog_work_s / during if during > 0 else 0.0
 
+    def fell_behind(self, allocation: float, slack: float, throttle_s: float = 0.0) -> bool:
+        """It did not keep up: more than `slack` of its work was left when the replay ended, and that
+        tail is material: it would keep its whole allocation (cores) busy for `slack` of the replay
+        (a light load leaves a tail of a few ms that is a large share of little work) plus
+        `throttle_s` (a CPU quota's period: a throttled sensor waits that long with packets queued
+        however well it keeps up on average)."""
+        material = allocation * (slack * self.replay_s + throttle_s)
+        return self.backlog_fraction > slack and self.backlog_work_s > material
+
     @property
     def cores_needed(self) -> float:
         """The CPU the replay's packets needed, in cores: all of the sensor's time from replay start

@@ -98,11 +98,8 @@ class BracketSearch:
         if not safe:
             b.passed, b.lower_bound = None, False
             return
-        best = safe[0]
-        for v, lb in safe[1:]:
-            if self._better(v, best[0]):
-                best = (v, lb)
-        b.passed, b.lower_bound = best
+        pick = max if self.direction == "max" else min
+        b.passed, b.lower_bound = pick(safe, key=lambda p: p[0])
 
     # --- deciding ---------------------------------------------------------------------------
     def resolved(self, b: Bracket) -> bool:
@@ -191,7 +188,9 @@ class BracketSearch:
             if 0 <= a < 1:
                 fitted = (k1 - a * l1) / (1 - a)
                 if 0 < fitted < capacity:
-                    capacity = fitted
+                    # at most a step below the lowest failure's own estimate: a fit through two
+                    # close failures amplifies their noise (12k pps sensor, 13k and 17k pps: 5.4k)
+                    capacity = max(fitted, capacity * STALL_STEP)
         return capacity
 
     def _usage_hint(self) -> float | None:

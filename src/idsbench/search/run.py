@@ -13,12 +13,14 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from idsbench.accounting import Waterfall, waterfall_of
+from idsbench.infra.cgroups import CFS_PERIOD_US
 from idsbench.plan import Case
 from idsbench.run.context import CampaignContext
 from idsbench.run.sample import SampleRun
@@ -34,7 +36,7 @@ from idsbench.traffic.rewrite import MAX_INDEX, distinct_copy
 SENDER_SHORT = 0.05  # a trial that sent more than 5% below the offered load is sender-limited
 # A trial fell behind when the work left at the end of its replay is above this share of the replay's
 # work and would keep its whole allocation busy for more than this share of the replay's duration (a
-# light load's few ms of tail work are no deficit).
+# light load's few ms of tail work are no deficit), plus one quota period under a CPU quota.
 BEHIND_SLACK = 0.05
 VERIFY_STEPS = 5     # verification trials per tolerance before giving up
 # A verification that failed by at most this much more loss than its tolerance (a few packets of a
@@ -42,6 +44,12 @@ VERIFY_STEPS = 5     # verification trials per tolerance before giving up
 # that one passes: the value then passed one of two final-length trials, MLRsearch's "goal exceed
 # ratio" of 0.5 (FD.io CSIT's default). A clearer failure steps back at once.
 MARGINAL_LOSS = 1e-4
+# A trial that fell behind without loss while the sensor needed this much more CPU per packet than in
+# the search's lossless trials so far ran on a slowed host (this shared VM's host slows the sensor by
+# 10–30% for seconds at a time): it is not judged and the load is tried again, at most MAX_RETRIES
+# times per search (its trial budget).
+SLOW_HOST = 0.15
+MAX_RETRIES = 2
 HELD_SAMPLE_DIR = "held-s0"  # the best verification sample that held, while later ones run in s0
 
 
@@ -111,10 +119,17 @@ class CaseSearch:
                                              direction=axis.direction, integer=axis.integer)
         if self.trials and _accounted(self.trials[-1]):
             search.record(self._observation(axis, self.trials[-1]))
+        retries = 0
         while (value := search.next_value()) is not None and len(self.trials) < self.cfg.max_trials:
             record = trial(value)
             if not _accounted(record):
                 continue  # tried again: a trial that does not add up tells nothing about the sensor
+            if retries < MAX_RETRIES and (slower := self._host_slowed(record)) is not None:
+                retries += 1
+                self.notes.append(f"trial {record.index} fell behind while the sensor needed {slower:.0%} more CPU "
+                                  "per packet than in the lossless trials before it (the host slowed it); "
+                                  "not judged, tried again")
+                continue
             search.record(self._observation(axis, record))
             if record.sensor_failed and self.warm:  # one sensor for all trials: it is gone
                 self.notes.append(f"trial {record.index}: {record.sensor_failed}; the search stopped")
@@ -122,6 +137,19 @@ class CaseSearch:
         if search.next_value() is not None and len(self.trials) >= self.cfg.max_trials:
             self.notes.append(f"stopped after search.max_trials = {self.cfg.max_trials} trials")
         return axis
+
+    def _host_slowed(self, record: TrialRecord) -> float | None:
+        """How much more CPU per packet the sensor needed in this trial, which fell behind without loss,
+        than the median of the judged lossless trials before it (at least two) — when above SLOW_HOST."""
+        cost = _cost_per_packet(record)
+        if not record.fell_behind or cost is None or record.waterfall is None or record.waterfall.loss_ratio > 0:
+            return None
+        earlier = sorted(c for t in self.trials[:-1] if _accounted(t) and not t.fell_behind and t.waterfall is not None
+                         and t.waterfall.loss_ratio == 0 and (c := _cost_per_packet(t)) is not None)
+        if len(earlier) < 2:
+            return None
+        slower = cost / statistics.median(earlier) - 1
+        return slower if slower > SLOW_HOST else None
 
     def _warm_trial(self, session: SensorSession, axis: Axis, value: float | None) -> TrialRecord:
         if not session.alive():
@@ -186,10 +214,12 @@ class CaseSearch:
             # A running sensor's capture counter can be older than its decode counter (seen with
             # Suricata under a tenth of a core: every packet decoded, its kernel count 10% short). It
             # captured at least what it decoded and dropped; drops it has not read yet stay unaccounted.
+            # (A sample reads a stopped sensor's final counters: there the same gap makes it invalid.)
             counters = replace(counters, captured_pkts=counters.decoded_pkts + counters.dropped_pkts)
             wf = waterfall_of(rec.sent_pkts, outcome.wire, counters, wf.invisible)
-        behind = outcome.cpu is not None and outcome.cpu.backlog_fraction > BEHIND_SLACK and \
-            outcome.cpu.backlog_work_s > BEHIND_SLACK * outcome.cpu.replay_s * self._allocation(axis, value)
+        allocation, quota = self._allocation(axis, value)
+        behind = outcome.cpu is not None and \
+            outcome.cpu.fell_behind(allocation, BEHIND_SLACK, CFS_PERIOD_US / 1e6 if quota else 0.0)
         return TrialRecord(
             index=index, mode="warm" if mode == "warm" else "cold", value=value if value is not None else achieved,
             offered_pps=offered, sensor_cpus_used=round(outcome.cpu.cores_needed, 4) if outcome.cpu else None,
@@ -202,12 +232,14 @@ class CaseSearch:
             sensor_failed=None if outcome.sensor_alive else "the sensor died during the trial",
             started_unix=rec.start_unix, ended_unix=rec.end_unix)
 
-    def _allocation(self, axis: Axis, value: float | None) -> float:
-        """The cores the sensor had in a trial: the value on the cpus axis, else the case's quota, else
-        every CPU of the host."""
+    def _allocation(self, axis: Axis, value: float | None) -> tuple[float, bool]:
+        """The cores the sensor had in a trial — the value on the cpus axis, else the case's quota, else
+        every CPU of the host — and whether a CPU quota gave them."""
         if axis.name == "cpus" and value is not None:
-            return value
-        return self.case.cpus if self.case.cpus is not None else float(os.cpu_count() or 1)
+            return value, True
+        if self.case.cpus is not None:
+            return self.case.cpus, True
+        return float(os.cpu_count() or 1), False
 
     def _failed_record(self, axis: Axis, value: float | None, mode: str, why: str | None) -> TrialRecord:
         return TrialRecord(index=len(self.trials), mode="warm" if mode == "warm" else "cold", value=value or 0.0,
@@ -359,6 +391,13 @@ def loss_of_sample(summary: SampleSummary) -> WaterfallRecord | None:
         return None
     return waterfall_record(waterfall_of(summary.replay.sent_pkts, summary.wire, summary.sensor.counters,
                                             summary.invisible))
+
+
+def _cost_per_packet(record: TrialRecord) -> float | None:
+    """CPU seconds the sensor spent per packet sent in the trial."""
+    if not record.sensor_cpus_used or record.achieved_pps <= 0 or record.sender_limited or record.sensor_failed:
+        return None
+    return record.sensor_cpus_used / record.achieved_pps
 
 
 def _accounted(record: TrialRecord) -> bool:
