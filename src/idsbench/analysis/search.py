@@ -1,13 +1,53 @@
-"""A searched case's results-row fields (the contract of `idsbench search`)."""
+"""A searched case's results-row fields (the contract of `idsbench search`), and how steadily the
+host ran the sensor during the search."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from idsbench.store.schema import SearchResult
+
+NEAR_RESULT = 0.5    # trials at half the NDR's load or more show the sensor's cost near it
+HOST_MOVED = 0.15    # the sensor's cost per packet spread more than this: the host's speed moved
+
+
+@dataclass(frozen=True)
+class SensorCost:
+    """The sensor's CPU per packet (µs) in the lossless trials near the NDR: how fast the host ran it.
+    At a fixed CPU allocation the NDR is about the allocation over this cost, so two searches of one
+    case can only agree as well as their costs do."""
+
+    median_us: float
+    low_us: float
+    high_us: float
+    trials: int
+
+    @property
+    def spread(self) -> float:
+        """high / low − 1 across those trials."""
+        return self.high_us / self.low_us - 1 if self.low_us > 0 else 0.0
+
+
+def sensor_cost(result: SearchResult) -> SensorCost | None:
+    """The sensor's cost per packet over its lossless, kept-up trials at ≥ NEAR_RESULT of the NDR's load
+    (rate and replayers axes; None without such trials or without the sensor's CPU time)."""
+    ndr = next((r for r in result.results if r.tolerance == 0), None)
+    if result.axis == "cpus" or ndr is None or not ndr.value_pps:
+        return None
+    costs = sorted(t.sensor_cpus_used / t.achieved_pps * 1e6 for t in (*result.trials, *result.verification)
+                   if t.sensor_cpus_used and t.achieved_pps >= NEAR_RESULT * ndr.value_pps and not t.fell_behind
+                   and t.waterfall is not None and t.waterfall.loss_ratio == 0 and t.sensor_failed is None)
+    if not costs:
+        return None
+    mid = len(costs) // 2
+    median = costs[mid] if len(costs) % 2 else (costs[mid - 1] + costs[mid]) / 2
+    return SensorCost(median, costs[0], costs[-1], len(costs))
 
 
 def search_fields(result: SearchResult | None) -> dict[str, object]:
     """`ndr_pps`, `ndr_mbps`, `ndr_bracket` ([lo, hi] pps), `pdr` ({tolerance: pps}), `search_trials`,
-    `sender_limited`, `search_verified`; for a cpus search `min_cpus` (and `min_cpus_bracket`)."""
+    `sender_limited`, `search_verified`, `ndr_sensor_us_per_pkt` (`SensorCost.median_us`); for a cpus
+    search `min_cpus` (and `min_cpus_bracket`)."""
     if result is None:
         return {}
     out: dict[str, object] = {"search_axis": result.axis, "search_mode": result.mode,
@@ -29,8 +69,10 @@ def search_fields(result: SearchResult | None) -> dict[str, object]:
         if r.bracket is not None:
             lo_hi = [_pps(result, r.bracket[0]), _pps(result, r.bracket[1])]
         if r.tolerance == 0:
+            cost = sensor_cost(result)
             out.update({"ndr_pps": r.value_pps, "ndr_mbps": mbps(r.value_pps), "ndr_bracket": lo_hi,
-                        "search_verified": r.verified})
+                        "search_verified": r.verified,
+                        "ndr_sensor_us_per_pkt": round(cost.median_us, 3) if cost else None})
             if result.axis == "replayers":
                 out["ndr_replayers"] = r.value
         else:

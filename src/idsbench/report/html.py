@@ -13,6 +13,7 @@ from idsbench import __version__
 from idsbench.analysis import case_table, overhead
 from idsbench.analysis.overhead import Overhead
 from idsbench.analysis.profile import case_profile
+from idsbench.analysis.search import HOST_MOVED, sensor_cost
 from idsbench.errors import InputError
 from idsbench.plan import trace_label
 from idsbench.probe.diff import load as load_probe
@@ -117,9 +118,15 @@ def _search_view(campaign: Campaign, result: SearchResult) -> dict[str, Any]:
         results.append({"tolerance": f"{r.tolerance:g}", "value": value, "mbps": mbps,
                         "bracket": f"[{number(r.bracket[0], 2)}, {number(r.bracket[1], 2)}]" if r.bracket else "–",
                         "verified": {True: "yes", False: "no", None: "–"}[r.verified]})
+    cost, notes = sensor_cost(result), list(result.notes)
+    if cost is not None and cost.spread > HOST_MOVED:
+        notes.append(f"the sensor's CPU per packet moved {cost.spread:.0%} between trials near the NDR: the host's "
+                     "speed changed during the search, a repeated search may differ as much")
     return {"case": case, "axis": result.axis, "results": results, "mode": result.mode,
             "trials": f"{len(result.trials)} + {len(result.verification)}",
-            "ceiling": number(result.sender_ceiling_pps, 0), "notes": "; ".join(result.notes) or "–"}
+            "cost": "–" if cost is None else
+            f"{number(cost.median_us, 2)} ({number(cost.low_us, 2)}–{number(cost.high_us, 2)}, {cost.trials} trials)",
+            "ceiling": number(result.sender_ceiling_pps, 0), "notes": "; ".join(notes) or "–"}
 
 
 def _profile_view(campaign: Campaign, row: CaseResult) -> dict[str, Any] | None:
