@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 
 from idsbench.analysis.sample import sample_figures
+from idsbench.analysis.search import sensor_cost
+from idsbench.report import write_report
+from idsbench.report.fmt import number
 from idsbench.run.campaign import run_campaign
 from idsbench.search.campaign import search_campaign
 from idsbench.spec import spec_from_dict
@@ -38,27 +41,50 @@ def _ndr(result: SearchResult) -> float:
     return r.value
 
 
-def test_ndr_on_a_generated_trace_twice(tmp_path, state_dir, cache_dir):
-    # A third of a CPU: a sensor limited by its quota gets the same CPU time however busy this shared
-    # VM's host is. On a whole CPU the NDR followed the host: 421k and 301k pps in two back-to-back
-    # searches of one CI run (39% vs 8% loss at the top), beyond the issue's 15%.
+PAIRS = 3         # search pairs at most, until one ran on a host whose speed held
+HOST_HELD = 0.10  # the sensor's CPU per packet near the NDR agreed within this between the two searches
+
+
+def test_ndr_on_a_generated_trace_twice(tmp_path, state_dir, cache_dir, costly_rules):
+    """Two searches of one case agree within 15% — when the host ran the sensor at the same speed in
+    both. The sensor is held to a third of a CPU and made compute-bound (~25 µs a packet: 400 PCRE
+    rules) at ~10k pps, far below what the sender and the wire find hard, so its NDR is its quota over
+    its cost per packet. This shared VM's host still moves that cost between searches minutes apart
+    (24 then 31 µs with these rules, NDR 10.8k and 8.8k pps; 2.0 then 3.6 µs with the bundled rules
+    alone, NDR 135k and 82k): a pair whose costs differ by more than HOST_HELD is reported and run
+    again (at most PAIRS, then the test fails); a pair whose cost held must agree."""
     traffic = {"traces": ["builtin:mixed?packets=20000"], "replayers": [1], "rate": "topspeed"}
-    first = _search(tmp_path, state_dir, cache_dir, "a", traffic=traffic, setup={"cpus": 0.3}, sensor=RING)
-    second = _search(tmp_path, state_dir, cache_dir, "b", traffic=traffic, setup={"cpus": 0.3}, sensor=RING)
-    for result in (first, second):
-        (ndr,) = result.results
-        assert len(result.trials) <= 10, [(t.value, t.waterfall) for t in result.trials]
-        assert ndr.verified is True and ndr.bracket is not None, result.notes
-        lo, hi = ndr.bracket
-        assert hi / lo - 1 <= 0.05 + 1e-9, (ndr, result.notes)
-        assert result.sender_ceiling_pps and ndr.value < result.sender_ceiling_pps
-        # the verification is the case's sample: lossless, exact
-        (sample,) = load_campaign(tmp_path / ("a" if result is first else "b")).samples
-        w, c = sample.summary.wire, sample.summary.sensor.counters
-        assert sample.status == "ok" and c.dropped_pkts == 0 and w is not None
-        assert c.decoded_pkts == c.captured_pkts == w.sensor_rx_pkts == sample.summary.replay.sent_pkts
-    a, b = _ndr(first), _ndr(second)
-    assert abs(a - b) / max(a, b) <= 0.15, (a, b)
+    sensor = {**RING, "rules": [str(costly_rules)]}
+    drifted = []
+    for attempt in range(PAIRS):
+        pair = []
+        for name in (f"a{attempt}", f"b{attempt}"):
+            result = _search(tmp_path, state_dir, cache_dir, name, traffic=traffic, setup={"cpus": 0.3},
+                             sensor=sensor)
+            (ndr,) = result.results
+            assert len(result.trials) <= 10, [(t.value, t.waterfall) for t in result.trials]
+            assert ndr.verified is True and ndr.bracket is not None, result.notes
+            lo, hi = ndr.bracket
+            assert hi / lo - 1 <= 0.05 + 1e-9, (ndr, result.notes)
+            assert result.sender_ceiling_pps and ndr.value < result.sender_ceiling_pps
+            # the verification is the case's sample: lossless, exact
+            (sample,) = load_campaign(tmp_path / name).samples
+            w, c = sample.summary.wire, sample.summary.sensor.counters
+            assert sample.status == "ok" and c.dropped_pkts == 0 and w is not None
+            assert c.decoded_pkts == c.captured_pkts == w.sensor_rx_pkts == sample.summary.replay.sent_pkts
+            cost = sensor_cost(result)
+            assert cost is not None, result.trials  # the lossless trials near the NDR had the sensor's CPU
+            pair.append((_ndr(result), cost.median_us))
+        (a, cost_a), (b, cost_b) = pair
+        print(f"pair {attempt}: NDR {a:,.0f} / {b:,.0f} pps, sensor {cost_a:.2f} / {cost_b:.2f} µs per packet")
+        if max(cost_a, cost_b) / min(cost_a, cost_b) - 1 <= HOST_HELD:
+            assert abs(a - b) / max(a, b) <= 0.15, (a, b, cost_a, cost_b)
+            html = write_report(tmp_path / name).read_text()  # the report shows the cost it was judged by
+            assert "sensor µs/packet" in html and f"<td class=\"num\">{number(cost_b, 2)} (" in html
+            return
+        drifted.append((round(a), round(b), round(cost_a, 2), round(cost_b, 2)))
+    pytest.fail(f"the host's speed moved during each of {PAIRS} search pairs (NDR pps, NDR pps, µs/packet, "
+                f"µs/packet): {drifted}; repeatability cannot be judged on this host now")
 
 
 def test_ndr_on_a_real_capture_at_a_pps_top(tmp_path, state_dir, cache_dir, pcaps):
@@ -143,7 +169,6 @@ def test_et_open_recall_is_high_when_lossless_and_lower_under_heavy_drops(tmp_pa
     calm, flood = figures["pps=3000"], figures["topspeed"]
     assert calm.dropped_pkts == 0 and calm.alert_recall is not None and calm.alert_recall >= 0.9, calm
     assert flood.dropped_pkts > 0 and flood.alert_recall is not None and flood.alert_recall < calm.alert_recall, flood
-    from idsbench.report import write_report
 
     html = write_report(out).read_text()
     assert "Alert recall vs load" in html and "alert_recall_load" in html
