@@ -190,3 +190,4 @@ def test_two_close_failures_do_not_fit_a_capacity_far_below_either():
     guess = s.next_value()
     lowest_alone = 13_342.0 / 1.212
     assert guess is not None and 0.8 * lowest_alone * 0.97 <= guess < lowest_alone, guess
+

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from idsbench.search.axis import Axis
-from idsbench.search.run import MAX_RETRIES, CaseSearch
+from idsbench.search.run import MAX_RETRIES, CaseSearch, _host_slowed
 from idsbench.spec import Search
 from idsbench.store.schema import TrialRecord, WaterfallRecord
 
@@ -65,3 +67,57 @@ def test_falling_behind_at_the_usual_cost_is_a_failure_that_stands():
     assert ndr.value is not None and 0.98 * CAPACITY <= ndr.value <= CAPACITY * 1.05, (ndr, search.notes)
     assert not search.notes and max(tried.values()) == 1
     assert any(t.fell_behind and t.waterfall.loss_ratio == 0 for t in search.trials)  # type: ignore[union-attr]
+
+
+def record(index: int, pps: float, cost_us: float, behind: bool) -> TrialRecord:
+    sent = int(pps * 2)
+    return TrialRecord(index=index, mode="warm", value=pps, offered_pps=pps, achieved_pps=pps, duration_s=2.0,
+                       sent_pkts=sent, fell_behind=behind, sensor_cpus_used=pps * cost_us / 1e6,
+                       waterfall=WaterfallRecord(sent=sent, decoded_pkts=sent))
+
+
+def test_slowed_means_well_above_the_usual_cost_of_the_lossless_trials_before():
+    # a CI search: 10,696 pps fell behind at 30.2 µs a packet; the lossless trials before it ran at
+    # 24.5 and 26.3 µs
+    usual = [record(2, 8_384, 24.5, behind=False), record(3, 8_816, 26.3, behind=False)]
+    slow = record(4, 10_696, 30.2, behind=True)
+    assert _host_slowed(slow, usual[:1]) is None  # one lossless trial: the usual cost is not known yet
+    assert _host_slowed(slow, usual) == pytest.approx(30.2 / 25.4 - 1)
+    # at its usual cost a trial that fell behind is at capacity: it stands
+    assert _host_slowed(record(5, 10_752, 27.0, behind=True), usual) is None
+    assert _host_slowed(record(6, 9_000, 31.0, behind=False), usual) is None  # it kept up: a pass
+
+
+def test_a_slowed_load_is_tried_again_at_once():
+    clean, _ = run_search(set())
+    search, _ = run_search({i for i, t in enumerate(clean.trials) if i >= 4 and t.waterfall.loss_ratio == 0})  # type: ignore[union-attr]
+    slowed = [int(n.split()[1]) for n in search.notes if "the host slowed it" in n]
+    assert slowed, search.notes
+    for index in slowed:  # the trial right after it is at the same load
+        assert search.trials[index + 1].value == search.trials[index].value, (index, search.notes)
+
+
+def test_a_ceiling_trial_the_sensor_never_finished_counting_is_judged_not_repeated():
+    search = object.__new__(CaseSearch)
+    search.cfg = Search(precision=0.05, max_trials=12)
+    search.trials, search.notes, search.warm = [], [], True
+    axis = Axis("rate", "pps", case=None, low=1_000.0, high=1_000_000.0, needs_ceiling=True)  # type: ignore[arg-type]
+
+    def trial(value: float | None) -> TrialRecord:
+        load = 540_000.0 if value is None else value
+        sent = int(load * 2)
+        uncounted = int(sent * 0.75) if value is None else 0  # the top speed: most never counted
+        lost = max(0.0, 1 - CAPACITY / load) if value is not None else 0.0
+        record = TrialRecord(index=len(search.trials), mode="warm", value=load, offered_pps=value, achieved_pps=load,
+                             duration_s=2.0, sent_pkts=sent,
+                             waterfall=WaterfallRecord(sent=sent, loss_capture_pkts=int(sent * lost),
+                                                       unaccounted_pkts=uncounted,
+                                                       loss_ratio=lost + uncounted / sent))
+        search.trials.append(record)
+        return record
+
+    search._search(axis, trial)
+    (ndr,) = search._results(search.axis)
+    assert [t.value for t in search.trials].count(540_000.0) == 1, [t.value for t in search.trials]
+    assert any("judged all the same" in n for n in search.notes)
+    assert ndr.value is not None and 0.95 * CAPACITY <= ndr.value <= CAPACITY, ndr

@@ -20,6 +20,7 @@ SENT = 112_950
 def search(cpus: float | None) -> CaseSearch:
     s = object.__new__(CaseSearch)
     s.case = SimpleNamespace(cpus=cpus)  # type: ignore[assignment]
+    s._capture_owed = 0
     return s
 
 
@@ -39,6 +40,29 @@ def test_a_capture_counter_older_than_the_decode_counter_is_raised_to_it():
     rec = search(0.1)._record(RATE, 56_474.0, "warm", outcome(stale), 1)  # type: ignore[arg-type]
     assert rec.waterfall is not None and rec.waterfall.unaccounted_pkts == 0 and rec.waterfall.loss_ratio == 0
     assert rec.counters.captured_pkts == SENT
+
+
+def test_what_the_capture_counter_caught_up_with_is_taken_off_the_next_warm_trial():
+    # a CI run: a trial's kernel count read 1,746 short; the next trial's (from that old baseline)
+    # read 1,746 more than the wire delivered, every packet decoded
+    s = search(0.3)
+    short = Counters(captured_pkts=SENT - 1_746, dropped_pkts=0, decoded_pkts=SENT)
+    first = s._record(RATE, 14_604.0, "warm", outcome(short), 1)  # type: ignore[arg-type]
+    surplus = Counters(captured_pkts=SENT + 1_746, dropped_pkts=0, decoded_pkts=SENT)
+    second = s._record(RATE, 11_499.0, "warm", outcome(surplus), 2)  # type: ignore[arg-type]
+    for rec in (first, second):
+        assert rec.counters.captured_pkts == SENT
+        assert rec.waterfall is not None and rec.waterfall.unaccounted_pkts == 0 and rec.waterfall.unprocessed_pkts == 0
+    # owed once only: a later surplus is the sensor's (captured, never processed)
+    third = s._record(RATE, 11_499.0, "warm", outcome(surplus), 3)  # type: ignore[arg-type]
+    assert third.waterfall is not None and third.waterfall.unprocessed_pkts == 1_746
+
+
+def test_a_cold_trial_owes_nothing_to_the_warm_one_before_it():
+    s = search(0.3)
+    s._record(RATE, 14_604.0, "warm", outcome(Counters(captured_pkts=SENT - 500, decoded_pkts=SENT)), 1)  # type: ignore[arg-type]
+    cold = s._record(RATE, 14_604.0, "cold", outcome(Counters(captured_pkts=SENT + 500, decoded_pkts=SENT)), 2)  # type: ignore[arg-type]
+    assert cold.waterfall is not None and cold.waterfall.unprocessed_pkts == 500
 
 
 def test_drops_the_sensor_has_not_read_yet_stay_unaccounted():

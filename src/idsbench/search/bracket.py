@@ -77,7 +77,7 @@ class BracketSearch:
             else:
                 self._fail(b, obs.value)
 
-    def _better(self, a: float, b: float) -> bool:
+    def better(self, a: float, b: float) -> bool:
         """a is a better result than b (higher load, or smaller allocation)."""
         return a > b if self.direction == "max" else a < b
 
@@ -86,7 +86,7 @@ class BracketSearch:
         self._settle(b)
 
     def _fail(self, b: Bracket, value: float) -> None:
-        if b.failed is None or self._better(b.failed, value):  # keep the failure closest to the passes
+        if b.failed is None or self.better(b.failed, value):  # keep the failure closest to the passes
             b.failed = value
         self._settle(b)
 
@@ -94,7 +94,7 @@ class BracketSearch:
         """The best pass on the safe side of the closest failure. Trials that disagree (a pass at a
         load above a failure: the host paused during one of them) resolve conservatively, as in
         MLRsearch: the failure stands and the passes beyond it no longer count."""
-        safe = [(v, lb) for v, lb in b.passes if b.failed is None or self._better(b.failed, v)]
+        safe = [(v, lb) for v, lb in b.passes if b.failed is None or self.better(b.failed, v)]
         if not safe:
             b.passed, b.lower_bound = None, False
             return

@@ -64,6 +64,7 @@ class CaseSearch:
         self.notes: list[str] = []
         self.search: BracketSearch | None = None
         self._flow_block = 0
+        self._capture_owed = 0  # packets a warm trial's capture counter had not counted yet
         self.warm = self.cfg.warm  # one sensor for every trial (run() turns it off where it cannot be)
 
     def run(self) -> SearchResult:
@@ -115,41 +116,45 @@ class CaseSearch:
                 return axis
             axis = self.axis = axis.with_ceiling(first.achieved_pps)
             self.trials[-1] = first = first.model_copy(update={"value": axis.high})
+        judged: list[tuple[TrialRecord, Observation]] = []
+        if self.trials:
+            top = self.trials[-1]
+            if not _accounted(top) and top.waterfall is not None and top.waterfall.unaccounted_pkts > 0:
+                # far beyond the sensor: what it had not counted after the drain counts as lost (a
+                # second top-speed trial would tell the same at the cost of a trial)
+                self.notes.append(f"trial {top.index} is judged all the same: the packets the sensor had not "
+                                  "counted after the drain count as lost")
+                judged.append((top, self._observation(axis, top)))
+            elif _accounted(top):
+                judged.append((top, self._observation(axis, top)))
         search = self.search = BracketSearch(tuple(self.cfg.tolerances), self.cfg.precision, axis.low, axis.high,
                                              direction=axis.direction, integer=axis.integer)
-        if self.trials and _accounted(self.trials[-1]):
-            search.record(self._observation(axis, self.trials[-1]))
+        for _, observation in judged:
+            search.record(observation)
         retries = 0
-        while (value := search.next_value()) is not None and len(self.trials) < self.cfg.max_trials:
+        retry: float | None = None  # a load whose trial the host slowed down: tried again next
+        while (value := retry if retry is not None else search.next_value()) is not None \
+                and len(self.trials) < self.cfg.max_trials:
+            retry = None
             record = trial(value)
             if not _accounted(record):
                 continue  # tried again: a trial that does not add up tells nothing about the sensor
-            if retries < MAX_RETRIES and (slower := self._host_slowed(record)) is not None:
+            slower = _host_slowed(record, [r for r, _ in judged]) if retries < MAX_RETRIES else None
+            if slower is not None:
                 retries += 1
+                retry = value
                 self.notes.append(f"trial {record.index} fell behind while the sensor needed {slower:.0%} more CPU "
                                   "per packet than in the lossless trials before it (the host slowed it); "
                                   "not judged, tried again")
                 continue
-            search.record(self._observation(axis, record))
+            judged.append((record, self._observation(axis, record)))
+            search.record(judged[-1][1])
             if record.sensor_failed and self.warm:  # one sensor for all trials: it is gone
                 self.notes.append(f"trial {record.index}: {record.sensor_failed}; the search stopped")
                 break
         if search.next_value() is not None and len(self.trials) >= self.cfg.max_trials:
             self.notes.append(f"stopped after search.max_trials = {self.cfg.max_trials} trials")
         return axis
-
-    def _host_slowed(self, record: TrialRecord) -> float | None:
-        """How much more CPU per packet the sensor needed in this trial, which fell behind without loss,
-        than the median of the judged lossless trials before it (at least two) — when above SLOW_HOST."""
-        cost = _cost_per_packet(record)
-        if not record.fell_behind or cost is None or record.waterfall is None or record.waterfall.loss_ratio > 0:
-            return None
-        earlier = sorted(c for t in self.trials[:-1] if _accounted(t) and not t.fell_behind and t.waterfall is not None
-                         and t.waterfall.loss_ratio == 0 and (c := _cost_per_packet(t)) is not None)
-        if len(earlier) < 2:
-            return None
-        slower = cost / statistics.median(earlier) - 1
-        return slower if slower > SLOW_HOST else None
 
     def _warm_trial(self, session: SensorSession, axis: Axis, value: float | None) -> TrialRecord:
         if not session.alive():
@@ -210,13 +215,22 @@ class CaseSearch:
         achieved = sum(r.pps for r in rec.replayers)
         offered = axis.offered_pps(value)
         counters, wf = outcome.counters, outcome.waterfall
-        if counters is not None and wf is not None and counters.captured_pkts < counters.decoded_pkts + counters.dropped_pkts:
+        owed, self._capture_owed = (self._capture_owed if mode == "warm" else 0), 0
+        if counters is not None and wf is not None:
             # A running sensor's capture counter can be older than its decode counter (seen with
             # Suricata under a tenth of a core: every packet decoded, its kernel count 10% short). It
             # captured at least what it decoded and dropped; drops it has not read yet stay unaccounted.
+            # What it caught up with later shows as a surplus in the next warm trial (whose baseline
+            # was that old count): taken off there, up to what was owed.
             # (A sample reads a stopped sensor's final counters: there the same gap makes it invalid.)
-            counters = replace(counters, captured_pkts=counters.decoded_pkts + counters.dropped_pkts)
-            wf = waterfall_of(rec.sent_pkts, outcome.wire, counters, wf.invisible)
+            processed = counters.decoded_pkts + counters.dropped_pkts
+            captured = counters.captured_pkts - min(owed, max(0, counters.captured_pkts - processed))
+            if captured < processed:
+                self._capture_owed = processed - captured
+                captured = processed
+            if captured != counters.captured_pkts:
+                counters = replace(counters, captured_pkts=captured)
+                wf = waterfall_of(rec.sent_pkts, outcome.wire, counters, wf.invisible)
         allocation, quota = self._allocation(axis, value)
         behind = outcome.cpu is not None and \
             outcome.cpu.fell_behind(allocation, BEHIND_SLACK, CFS_PERIOD_US / 1e6 if quota else 0.0)
@@ -391,6 +405,20 @@ def loss_of_sample(summary: SampleSummary) -> WaterfallRecord | None:
         return None
     return waterfall_record(waterfall_of(summary.replay.sent_pkts, summary.wire, summary.sensor.counters,
                                             summary.invisible))
+
+
+def _host_slowed(record: TrialRecord, before: list[TrialRecord]) -> float | None:
+    """How much more CPU per packet the sensor needed in `record`, which fell behind without loss, than
+    the median of the lossless, kept-up trials `before` it (at least two) — when above SLOW_HOST."""
+    cost = _cost_per_packet(record)
+    if not record.fell_behind or cost is None or record.waterfall is None or record.waterfall.loss_ratio > 0:
+        return None
+    usual = [c for t in before if not t.fell_behind and t.waterfall is not None and t.waterfall.loss_ratio == 0
+             and (c := _cost_per_packet(t)) is not None]
+    if len(usual) < 2:
+        return None
+    slower = cost / statistics.median(usual) - 1
+    return slower if slower > SLOW_HOST else None
 
 
 def _cost_per_packet(record: TrialRecord) -> float | None:
