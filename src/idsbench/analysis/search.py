@@ -3,6 +3,7 @@ host ran the sensor during the search."""
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 
 from idsbench.store.schema import SearchResult
@@ -34,14 +35,12 @@ def sensor_cost(result: SearchResult) -> SensorCost | None:
     ndr = next((r for r in result.results if r.tolerance == 0), None)
     if result.axis == "cpus" or ndr is None or not ndr.value_pps:
         return None
-    costs = sorted(t.sensor_cpus_used / t.achieved_pps * 1e6 for t in (*result.trials, *result.verification)
-                   if t.sensor_cpus_used and t.achieved_pps >= NEAR_RESULT * ndr.value_pps and not t.fell_behind
-                   and t.waterfall is not None and t.waterfall.loss_ratio == 0 and t.sensor_failed is None)
+    costs = sorted(c * 1e6 for t in (*result.trials, *result.verification)
+                   if t.kept_up_lossless and t.achieved_pps >= NEAR_RESULT * ndr.value_pps
+                   and (c := t.cpu_s_per_packet) is not None)
     if not costs:
         return None
-    mid = len(costs) // 2
-    median = costs[mid] if len(costs) % 2 else (costs[mid - 1] + costs[mid]) / 2
-    return SensorCost(median, costs[0], costs[-1], len(costs))
+    return SensorCost(statistics.median(costs), costs[0], costs[-1], len(costs))
 
 
 def search_fields(result: SearchResult | None) -> dict[str, object]:

@@ -116,21 +116,20 @@ class CaseSearch:
                 return axis
             axis = self.axis = axis.with_ceiling(first.achieved_pps)
             self.trials[-1] = first = first.model_copy(update={"value": axis.high})
-        judged: list[tuple[TrialRecord, Observation]] = []
-        if self.trials:
-            top = self.trials[-1]
-            if not _accounted(top) and top.waterfall is not None and top.waterfall.unaccounted_pkts > 0:
-                # far beyond the sensor: what it had not counted after the drain counts as lost (a
-                # second top-speed trial would tell the same at the cost of a trial)
-                self.notes.append(f"trial {top.index} is judged all the same: the packets the sensor had not "
-                                  "counted after the drain count as lost")
-                judged.append((top, self._observation(axis, top)))
-            elif _accounted(top):
-                judged.append((top, self._observation(axis, top)))
         search = self.search = BracketSearch(tuple(self.cfg.tolerances), self.cfg.precision, axis.low, axis.high,
                                              direction=axis.direction, integer=axis.integer)
-        for _, observation in judged:
-            search.record(observation)
+        judged: list[TrialRecord] = []  # the trials the bracket has seen
+        top = self.trials[-1] if self.trials else None
+        if top is not None and not _accounted(top) and top.waterfall is not None and top.waterfall.unaccounted_pkts > 0:
+            # far beyond the sensor: what it had not counted after the drain counts as lost (a second
+            # top-speed trial would tell the same at the cost of a trial)
+            self.notes.append(f"trial {top.index} is judged all the same: the packets the sensor had not "
+                              "counted after the drain count as lost")
+        elif top is not None and not _accounted(top):
+            top = None
+        if top is not None:
+            judged.append(top)
+            search.record(self._observation(axis, top))
         retries = 0
         retry: float | None = None  # a load whose trial the host slowed down: tried again next
         while (value := retry if retry is not None else search.next_value()) is not None \
@@ -139,7 +138,7 @@ class CaseSearch:
             record = trial(value)
             if not _accounted(record):
                 continue  # tried again: a trial that does not add up tells nothing about the sensor
-            slower = _host_slowed(record, [r for r, _ in judged]) if retries < MAX_RETRIES else None
+            slower = _host_slowed(record, judged) if retries < MAX_RETRIES else None
             if slower is not None:
                 retries += 1
                 retry = value
@@ -147,8 +146,8 @@ class CaseSearch:
                                   "per packet than in the lossless trials before it (the host slowed it); "
                                   "not judged, tried again")
                 continue
-            judged.append((record, self._observation(axis, record)))
-            search.record(judged[-1][1])
+            judged.append(record)
+            search.record(self._observation(axis, record))
             if record.sensor_failed and self.warm:  # one sensor for all trials: it is gone
                 self.notes.append(f"trial {record.index}: {record.sensor_failed}; the search stopped")
                 break
@@ -410,22 +409,14 @@ def loss_of_sample(summary: SampleSummary) -> WaterfallRecord | None:
 def _host_slowed(record: TrialRecord, before: list[TrialRecord]) -> float | None:
     """How much more CPU per packet the sensor needed in `record`, which fell behind without loss, than
     the median of the lossless, kept-up trials `before` it (at least two) — when above SLOW_HOST."""
-    cost = _cost_per_packet(record)
+    cost = record.cpu_s_per_packet
     if not record.fell_behind or cost is None or record.waterfall is None or record.waterfall.loss_ratio > 0:
         return None
-    usual = [c for t in before if not t.fell_behind and t.waterfall is not None and t.waterfall.loss_ratio == 0
-             and (c := _cost_per_packet(t)) is not None]
+    usual = [c for t in before if t.kept_up_lossless and (c := t.cpu_s_per_packet) is not None]
     if len(usual) < 2:
         return None
     slower = cost / statistics.median(usual) - 1
     return slower if slower > SLOW_HOST else None
-
-
-def _cost_per_packet(record: TrialRecord) -> float | None:
-    """CPU seconds the sensor spent per packet sent in the trial."""
-    if not record.sensor_cpus_used or record.achieved_pps <= 0 or record.sender_limited or record.sensor_failed:
-        return None
-    return record.sensor_cpus_used / record.achieved_pps
 
 
 def _accounted(record: TrialRecord) -> bool:

@@ -265,6 +265,18 @@ class TrialRecord(Record):
     started_unix: float = 0.0
     ended_unix: float = 0.0
 
+    @property
+    def kept_up_lossless(self) -> bool:
+        """It lost no packet and did not fall behind."""
+        return not self.fell_behind and self.waterfall is not None and self.waterfall.loss_ratio == 0
+
+    @property
+    def cpu_s_per_packet(self) -> float | None:
+        """The sensor's CPU seconds per packet sent (None without its CPU time)."""
+        if not self.sensor_cpus_used or self.achieved_pps <= 0 or self.sensor_failed:
+            return None
+        return self.sensor_cpus_used / self.achieved_pps
+
 
 class ToleranceResult(Record):
     tolerance: float
