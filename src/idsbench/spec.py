@@ -25,7 +25,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from idsbench.errors import InputError, SpecError
-from idsbench.hosts.inventory import HostEntry
+from idsbench.hostspec import HostEntry
 from idsbench.setups.registry import KINDS as SETUP_KINDS
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)

@@ -24,13 +24,13 @@ import pytest
 from idsbench import settings
 from idsbench.analysis import case_table
 from idsbench.cli.main import main as cli
+from idsbench.dispatch import run_campaign
 from idsbench.errors import EnvironmentMissing
 from idsbench.hosts import hostkeys
 from idsbench.hosts.hostkeys import HostKeyError
 from idsbench.hosts.inventory import load_inventory
 from idsbench.hosts.link import HostLink
 from idsbench.hosts.protocol import HostLost
-from idsbench.run.campaign import run_campaign
 from idsbench.spec import load_spec
 from idsbench.store.layout import HOSTS_FILE, PROBES_DIR
 from idsbench.store.reader import load_campaign

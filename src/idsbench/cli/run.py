@@ -35,7 +35,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def run(args: argparse.Namespace) -> int:
-    from idsbench.run.campaign import run_campaign  # heavy imports only when running
+    from idsbench.dispatch import run_campaign  # heavy imports only when running
 
     spec = load_spec(args.spec)
     if args.resume and not args.out:

@@ -1,6 +1,6 @@
 """A campaign on hosts: preflight over SSH, then the cases spread over the pairs, run in parallel.
 
-    run_on_hosts(spec, out_dir, resume=…)   (called by run.campaign.run_campaign for a spec with [hosts])
+    run_hosts_campaign(spec, out_dir, resume=…)   (idsbench.dispatch.run_campaign for a spec with [hosts])
 
 Preflight (nothing runs on any host before all of it passed): every host key known; the traces
 resolved here; every host connected (one agent each), running this very idsbench build as root,
@@ -30,6 +30,7 @@ from idsbench.hosts.link import HostLink
 from idsbench.hosts.pairrun import PairRunner, SampleResult
 from idsbench.hosts.prepare import CampaignUploads, check_hello, store_probe
 from idsbench.plan import Case, plan
+from idsbench.run.campaign import CampaignResult, disk_error, signals_as_interrupt
 from idsbench.run.preflight import check_resume, resolve_traces
 from idsbench.run.progress import Progress
 from idsbench.spec import Spec
@@ -112,6 +113,20 @@ def run_on_hosts(spec: Spec, out_dir: Path, *, resume: bool = False, progress: P
         for stack in stacks.values():
             stack.close()
     return result
+
+
+def run_hosts_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progress: Progress | None = None,
+                       state_dir: Path | None = None, cache_dir: Path | None = None, name_prefix: str | None = None,
+                       become_password: str | None = None) -> CampaignResult:
+    """`run_on_hosts` with the local runner's signal handling and result (SIGTERM/SIGINT unwind the
+    same way; a full disk is named as such)."""
+    with signals_as_interrupt():
+        try:
+            done = run_on_hosts(spec, out_dir, resume=resume, progress=progress, state_dir=state_dir,
+                                cache_dir=cache_dir, name_prefix=name_prefix, become_password=become_password)
+        except OSError as exc:
+            raise disk_error(exc, out_dir) from exc
+    return CampaignResult(out_dir, done.ran, done.skipped, done.failed, done.warnings)
 
 
 def _runner(pair: Pair, layout: CampaignDir, spec: Spec, traces: Any, stack: TeardownStack, uploads: CampaignUploads,

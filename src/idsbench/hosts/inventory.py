@@ -17,46 +17,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from idsbench import proc
 from idsbench.errors import InputError, SpecError
 
-Role = Literal["sender", "sensor", "collector"]
-ROLES: tuple[Role, ...] = ("sender", "sensor", "collector")
-DEFAULT_PYTHON = "/opt/idsbench/venv/bin/python"
-DEFAULT_WORKDIR = "/var/tmp/idsbench"
+# The host model lives in the leaf idsbench.hostspec (the spec uses it); re-exported here.
+from idsbench.hostspec import DEFAULT_PYTHON, DEFAULT_WORKDIR, ROLES, HostEntry, Role
 
-
-class HostEntry(BaseModel):
-    """One host as idsbench reaches it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-    role: Role
-    address: str
-    port: int = Field(22, ge=1, le=65535)
-    user: str = "root"
-    key: str | None = None                   # private key file (else ssh's defaults/agent)
-    become: Literal["none", "sudo"] = "none"  # sudo: `sudo -n`, or with --ask-become-pass
-    pair: str | None = None
-    capture_interface: str | None = None     # sensor: the NIC the sensor sniffs
-    transmit_interface: str | None = None    # sender: the NIC tcpreplay sends out of
-    python: str = DEFAULT_PYTHON             # the idsbench venv's python on the host
-    workdir: str = DEFAULT_WORKDIR           # the agent's files (traces, samples, state)
-
-    @property
-    def interface(self) -> str | None:
-        return self.capture_interface if self.role == "sensor" else self.transmit_interface
-
-    @property
-    def endpoint(self) -> str:
-        """How known_hosts names it: `addr` on port 22, else `[addr]:port`."""
-        return self.address if self.port == 22 else f"[{self.address}]:{self.port}"
+__all__ = ["DEFAULT_PYTHON", "DEFAULT_WORKDIR", "ROLES", "HostEntry", "Inventory", "Pair", "Role", "inventory_yaml",
+           "load_inventory"]
 
 
 class Pair(BaseModel):

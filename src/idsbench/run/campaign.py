@@ -15,7 +15,7 @@ from pathlib import Path
 from types import FrameType
 
 from idsbench import settings
-from idsbench.errors import EnvironmentMissing
+from idsbench.errors import EnvironmentMissing, SpecError
 from idsbench.run.preflight import prepare_campaign
 from idsbench.run.progress import Progress
 from idsbench.run.sample import SampleDeps, SampleRun
@@ -49,15 +49,15 @@ def signals_as_interrupt() -> Iterator[None]:
 
 def run_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progress: Progress | None = None,
                  state_dir: Path | None = None, cache_dir: Path | None = None,
-                 name_prefix: str | None = None, deps: SampleDeps | None = None,
-                 become_password: str | None = None) -> CampaignResult:
+                 name_prefix: str | None = None, deps: SampleDeps | None = None) -> CampaignResult:
     """Run every pending sample of `spec` into `out_dir`. `name_prefix` starts every namespace
     name (default $IDSBENCH_PREFIX or "ib"), so tests can tell their resources apart. On
     --resume, samples that are missing or not `ok` are run again; ok ones are kept.
-    A spec with [hosts] runs on the inventory's sender/sensor pairs (idsbench.hosts)."""
+    This machine only: a spec with [hosts] runs through `idsbench.dispatch.run_campaign`, which
+    hands it to `idsbench.hosts.campaign` (the runner sits below the hosts package)."""
     if spec.hosts is not None:
-        return _on_hosts(spec, out_dir, resume=resume, progress=progress, state_dir=state_dir,
-                         cache_dir=cache_dir, name_prefix=name_prefix, become_password=become_password)
+        raise SpecError("a spec with [hosts] runs on its hosts, not through the local runner.",
+                        fix="call idsbench.dispatch.run_campaign (what `idsbench run` does).")
     with signals_as_interrupt():
         ctx, cases = prepare_campaign(spec, out_dir, resume=resume, state_dir=state_dir or settings.state_dir(),
                                       cache_dir=cache_dir or settings.cache_dir())
@@ -78,7 +78,7 @@ def run_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progress: P
                     try:
                         outcome = SampleRun(ctx, case, sample.index, deps, phase=progress.phase).run()
                     except OSError as exc:
-                        raise _disk_error(exc, out_dir) from exc
+                        raise disk_error(exc, out_dir) from exc
                     status = outcome.summary.status
                     progress.sample_done(sample.sample_id, status, outcome.warnings)
                     result.ran += 1
@@ -88,20 +88,7 @@ def run_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progress: P
         return result
 
 
-def _on_hosts(spec: Spec, out_dir: Path, *, resume: bool, progress: Progress | None, state_dir: Path | None,
-              cache_dir: Path | None, name_prefix: str | None, become_password: str | None) -> CampaignResult:
-    from idsbench.hosts.campaign import run_on_hosts
-
-    with signals_as_interrupt():
-        try:
-            done = run_on_hosts(spec, out_dir, resume=resume, progress=progress, state_dir=state_dir,
-                                cache_dir=cache_dir, name_prefix=name_prefix, become_password=become_password)
-        except OSError as exc:
-            raise _disk_error(exc, out_dir) from exc
-    return CampaignResult(out_dir, done.ran, done.skipped, done.failed, done.warnings)
-
-
-def _disk_error(exc: OSError, out_dir: Path) -> Exception:
+def disk_error(exc: OSError, out_dir: Path) -> Exception:
     if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
         return EnvironmentMissing(
             f"Cannot write the results to {out_dir}: {exc.strerror} ({exc.filename or out_dir}). The samples "

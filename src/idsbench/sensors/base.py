@@ -1,4 +1,5 @@
-"""Engine-neutral sensor contract: the common counter schema and the adapter protocol.
+"""Engine-neutral sensor contract: the adapter protocol (the common counter schema, `Counters`, is
+`idsbench.counters`, re-exported here).
 
 The runner, preflight and setups talk to a `SensorEngine` only (picked by name from
 `sensors.registry`); nothing outside an engine's own package knows its binary, config or logs.
@@ -6,65 +7,13 @@ The runner, preflight and setups talk to a `SensorEngine` only (picked by name f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from idsbench.counters import Counters as Counters  # re-exported: the schema lives in the leaf idsbench.counters
 from idsbench.errors import EnvironmentMissing
-
-
-@dataclass(frozen=True)
-class Counters:
-    """Cumulative sensor counters. Every field is an int; a counter the engine omits is 0.
-
-    `captured_pkts` INCLUDES `dropped_pkts` (Suricata's capture.kernel_packets semantics): what
-    the capture socket received; `decoded_pkts` what the engine then processed.
-    """
-
-    captured_pkts: int = 0
-    dropped_pkts: int = 0
-    decoded_pkts: int = 0
-    decoded_bytes: int = 0
-    alerts: int = 0
-    flows: int = 0
-    invalid_pkts: int = 0
-    decoder_events: int = 0
-
-    @classmethod
-    def field_names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
-
-    @classmethod
-    def from_mapping(cls, values: Mapping[str, object]) -> Counters:
-        """Build from a dict of field -> number; unknown keys are ignored, missing ones are 0."""
-        return cls(**{n: _as_int(values.get(n, 0)) for n in cls.field_names()})
-
-    def max_with(self, other: Counters) -> Counters:
-        """Field-wise maximum (cumulative counters from two sources of the same run)."""
-        return Counters(**{n: max(getattr(self, n), getattr(other, n)) for n in self.field_names()})
-
-    def minus(self, earlier: Counters) -> Counters:
-        """Field-wise difference: what happened between two readings of one running sensor."""
-        return Counters(**{n: getattr(self, n) - getattr(earlier, n) for n in self.field_names()})
-
-    @property
-    def unprocessed_pkts(self) -> int:
-        """Captured but neither processed nor counted as dropped (still in the capture ring)."""
-        return self.captured_pkts - self.decoded_pkts - self.dropped_pkts
-
-
-def _as_int(value: object) -> int:
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, (int, float)):
-        return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    return 0
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from idsbench.sensors.base import Counters
+from idsbench.counters import Counters
 
 SUMMARY_SCHEMA = 2
 CAMPAIGN_SCHEMA = 2

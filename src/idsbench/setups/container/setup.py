@@ -256,7 +256,8 @@ class ContainerVtap(Container):
 
 
 def host_suricata_version() -> str:
-    """The host Suricata every image is built from (images hold the host's package)."""
-    from idsbench.sensors.suricata import Suricata
+    """The host Suricata every image is built from (images hold the host's package whatever the
+    engine), asked through its adapter from the registry."""
+    from idsbench.sensors import registry
 
-    return Suricata().version()
+    return registry.engine("suricata").version()

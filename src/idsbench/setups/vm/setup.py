@@ -224,9 +224,10 @@ class Vm:
 
     # --- pieces ----------------------------------------------------------------------------
     def _check_suricata(self, image: GuestImage) -> None:
-        from idsbench.sensors.suricata import Suricata  # the guest image holds the host's Suricata
+        from idsbench.sensors import registry
 
-        host = Suricata().version()
+        # the guest image holds the host's Suricata package whatever the engine: asked through its adapter
+        host = registry.engine("suricata").version()
         if image.suricata_version != host:
             raise EnvironmentMissing(
                 f"the VM guest image {image.dir} has Suricata {image.suricata_version}, the host "
