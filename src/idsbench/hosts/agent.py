@@ -33,8 +33,7 @@ from idsbench import __version__
 from idsbench.errors import IdsbenchError, InputError
 from idsbench.hosts import protocol
 from idsbench.hosts.digest import digest
-from idsbench.hosts.protocol import PROTOCOL, FileInfo
-from idsbench.store.environment import sha256_file
+from idsbench.hosts.protocol import PROTOCOL, Side, file_info, list_files
 
 _EOF = object()
 
@@ -95,21 +94,12 @@ class Channel:
         self.send({"event": kind, **fields})
 
 
-def file_info(path: Path, name: str) -> FileInfo:
-    return FileInfo(name=name, size=path.stat().st_size, sha256=sha256_file(path))
-
-
-def list_files(directory: Path) -> list[FileInfo]:
-    return [file_info(p, p.relative_to(directory).as_posix())
-            for p in sorted(directory.rglob("*")) if p.is_file()]
-
-
 class Agent:
     def __init__(self, name: str, role: str, workdir: Path, iface: str | None, channel: Channel):
         self.name, self.role, self.workdir, self.iface, self.ch = name, role, workdir, iface, channel
         self.state_dir = workdir / "state"
         self.cache_dir = workdir / "cache"
-        self.side: Any = None  # SensorSide | SenderSide once a campaign is open
+        self.side: Side | None = None  # SensorSide | SenderSide once a campaign is open
         self.cleaned: list[str] = []
 
     def path(self, rel: str) -> Path:
@@ -173,7 +163,7 @@ class Agent:
             raise IdsbenchError(f"{op!r} before open_campaign")
         return dict(self.side.dispatch(op, args, self.ch))
 
-    def _side(self, args: dict[str, Any]) -> Any:
+    def _side(self, args: dict[str, Any]) -> Side:
         if self.side is not None:
             self.side.close()
         if self.role == "sensor":

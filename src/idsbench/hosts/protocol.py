@@ -13,12 +13,14 @@ Files travel in base64 chunks (`put`/`get`), each file's sha256 checked at the r
 from __future__ import annotations
 
 import json
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from idsbench import errors
 from idsbench.errors import IdsbenchError
+from idsbench.store.environment import sha256_file
 
 CHUNK = 1 << 20  # raw bytes per file chunk
 PROTOCOL = 1
@@ -42,6 +44,16 @@ class FileInfo(BaseModel):
     name: str      # relative to the directory listed
     size: int
     sha256: str
+
+
+def file_info(path: Path, name: str) -> FileInfo:
+    return FileInfo(name=name, size=path.stat().st_size, sha256=sha256_file(path))
+
+
+def list_files(directory: Path) -> list[FileInfo]:
+    """Every file under `directory`, named relative to it (what the controller fetches)."""
+    return [file_info(p, p.relative_to(directory).as_posix())
+            for p in sorted(directory.rglob("*")) if p.is_file()]
 
 
 def encode(msg: dict[str, Any]) -> bytes:
@@ -78,3 +90,36 @@ class RemoteCampaign(BaseModel):
     name_prefix: str = "ib"
     cases: tuple[str, ...] = ()               # the case ids this host's pair runs
     peer_interface: str | None = None         # the other end's NIC (recorded, not used)
+
+
+# --- what a side (hosts.sensor_side, hosts.sender_side) sees of the agent that hosts it -------------
+
+class AgentChannel(Protocol):
+    """The agent's end of the connection, as a running request uses it."""
+
+    def upcall(self, op: str, args: dict[str, Any]) -> dict[str, Any]: ...
+
+    def event(self, kind: str, **fields: Any) -> None: ...
+
+
+class AgentEnv(Protocol):
+    """The agent's host facts and workdir."""
+
+    name: str
+    role: str
+    iface: str | None
+    workdir: Path
+    state_dir: Path
+    cache_dir: Path
+
+    def path(self, rel: str) -> Path: ...
+
+
+class Side(Protocol):
+    """A host's part of an open campaign: serves the ops of its role until closed."""
+
+    result: dict[str, Any]  # the answer to open_campaign
+
+    def dispatch(self, op: str, args: dict[str, Any], channel: AgentChannel) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...

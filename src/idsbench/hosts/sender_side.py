@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from idsbench import native
 from idsbench.errors import EnvironmentMissing, IdsbenchError
-from idsbench.hosts.protocol import RemoteCampaign
+from idsbench.hosts.protocol import AgentChannel, AgentEnv, RemoteCampaign, list_files
 from idsbench.monitor import HostCpu, HostMemory, NetDevSource, Sampler, Softnet, Source
 from idsbench.plan import plan
 from idsbench.proc import Supervisor
@@ -29,14 +29,11 @@ from idsbench.store.schema import TraceRecord
 from idsbench.teardown import TeardownStack
 from idsbench.traffic import native_replay
 
-if TYPE_CHECKING:
-    from idsbench.hosts.agent import Agent, Channel
-
 SENDER_MONITOR_FILE = "sender-monitor.csv"
 
 
 class SenderSide:
-    def __init__(self, agent: Agent, args: dict[str, Any]):
+    def __init__(self, agent: AgentEnv, args: dict[str, Any]):
         rc = RemoteCampaign.model_validate(args)
         if not agent.iface or not os.path.exists(f"/sys/class/net/{agent.iface}"):
             raise EnvironmentMissing(f"the transmit interface {agent.iface!r} does not exist on sender host {agent.name}.",
@@ -59,14 +56,12 @@ class SenderSide:
             native.program(native_replay.PROGRAM)  # built by provisioning; else now (EnvironmentMissing without cc)
         self.result = {"copies": copies}
 
-    def dispatch(self, op: str, args: dict[str, Any], channel: Channel) -> dict[str, Any]:
+    def dispatch(self, op: str, args: dict[str, Any], channel: AgentChannel) -> dict[str, Any]:
         if op == "replay":
             return self.replay(str(args["case_id"]), int(args["index"]), float(args["timeout_s"]))
         raise IdsbenchError(f"a sender host does not do {op!r}")
 
     def replay(self, case_id: str, index: int, timeout_s: float) -> dict[str, Any]:
-        from idsbench.hosts.agent import list_files
-
         case = self.cases[case_id]
         out_dir = self.run_dir / "sender" / case_id / f"s{index}"
         shutil.rmtree(out_dir, ignore_errors=True)

@@ -19,10 +19,10 @@ import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from idsbench.errors import EnvironmentMissing, IdsbenchError, SpecError
-from idsbench.hosts.protocol import RemoteCampaign
+from idsbench.hosts.protocol import AgentChannel, AgentEnv, RemoteCampaign, list_files
 from idsbench.monitor import Sampler, Source, standard_sources
 from idsbench.monitor.netdev import IfCounters
 from idsbench.monitor.sensor import CgroupStats
@@ -41,9 +41,6 @@ from idsbench.spec import spec_from_dict
 from idsbench.store.layout import CampaignDir
 from idsbench.store.schema import ReplayRecord, TraceRecord
 from idsbench.wire.netns import ETH_HEADER, WireEnds
-
-if TYPE_CHECKING:
-    from idsbench.hosts.agent import Agent, Channel
 
 
 def nic_counters(iface: str) -> IfCounters | None:
@@ -75,7 +72,7 @@ class RemoteSender:
 
     name = "remote"
 
-    def __init__(self, channel: Channel, index: int):
+    def __init__(self, channel: AgentChannel, index: int):
         self.channel, self.index = channel, index
 
     def replay(self, sup: Supervisor, plan: ReplayPlan) -> ReplayOutcome:
@@ -94,7 +91,7 @@ class RemoteSensorContext(CampaignContext):
 
 
 class SensorSide:
-    def __init__(self, agent: Agent, args: dict[str, Any]):
+    def __init__(self, agent: AgentEnv, args: dict[str, Any]):
         rc = RemoteCampaign.model_validate(args)
         if not agent.iface:
             raise EnvironmentMissing(f"sensor host {agent.name} has no capture interface.",
@@ -121,7 +118,7 @@ class SensorSide:
             options=options, traces=traces, name_prefix=rc.name_prefix)
         self.result = {"engines": info}
 
-    def dispatch(self, op: str, args: dict[str, Any], channel: Channel) -> dict[str, Any]:
+    def dispatch(self, op: str, args: dict[str, Any], channel: AgentChannel) -> dict[str, Any]:
         if op == "config_test":
             for name, engine in self.ctx.engines.items():
                 with tempfile.TemporaryDirectory(prefix="idsbench-check-", dir=self.agent.workdir) as tmp:
@@ -131,9 +128,7 @@ class SensorSide:
             return self.sample(str(args["case_id"]), int(args["index"]), channel)
         raise IdsbenchError(f"a sensor host does not do {op!r}")
 
-    def sample(self, case_id: str, index: int, channel: Channel) -> dict[str, Any]:
-        from idsbench.hosts.agent import list_files
-
+    def sample(self, case_id: str, index: int, channel: AgentChannel) -> dict[str, Any]:
         case = self.cases[case_id]
         # An untagged frame of the trace's largest size must fit the NIC (a real NIC is not resized).
         needed = self.ctx.traces[case.trace].max_frame - ETH_HEADER
