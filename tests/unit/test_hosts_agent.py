@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from idsbench.errors import InputError, SpecError
+from idsbench.errors import EnvironmentMissing, InputError, SpecError
 from idsbench.hosts.inventory import HostEntry
-from idsbench.hosts.link import HostLink, measure_offset
+from idsbench.hosts.link import HostLink, agent_missing, measure_offset
 from idsbench.hosts.protocol import CHUNK, FileInfo, HostLost
 from idsbench.procinfo import same_process_alive
 from idsbench.teardown import TeardownStack
@@ -106,3 +106,45 @@ def test_agent_leaves_when_its_stdin_closes(tmp_path):
     link.close()
     stack.close()
     assert not list((tmp_path / "state").glob("*.json"))
+
+
+def test_a_host_without_idsbench_is_named_as_such_not_as_unreachable(tmp_path):
+    # a real python that cannot import idsbench (-S: no site-packages, run from /), as on a host
+    # that was never provisioned: the agent never starts, and the error says why
+    stack = TeardownStack(state_dir=tmp_path / "state")
+    transport = ["sh", "-c", f"cd / && exec {sys.executable} -S -m idsbench.hosts.agent --name gen-a --role sender "
+                             f"--workdir {tmp_path / 'work'}"]
+    link = HostLink(SENDER, tmp_path / "kh", stack, tmp_path / "agent.log", transport=transport)
+    try:
+        with pytest.raises(EnvironmentMissing) as err:
+            link.open()
+    finally:
+        link.close()
+        stack.close()
+    text = str(err.value)
+    assert "idsbench is not installed on host gen-a" in text and "No module named 'idsbench'" in text
+    assert "unreachable" not in text and "idsbench hosts provision" in text
+    assert not isinstance(err.value, HostLost)
+
+
+@pytest.mark.parametrize(("stderr", "code", "says"), [
+    ("Traceback ...\nModuleNotFoundError: No module named 'idsbench'\n", 1, "idsbench is not installed on host gen-a"),
+    ("/usr/bin/python3: Error while finding module specification for 'idsbench.hosts.agent' "
+     "(ModuleNotFoundError: No module named 'idsbench.hosts')\n", 1, "another idsbench build, without idsbench.hosts"),
+    ("ModuleNotFoundError: No module named 'pydantic'\n", 1, "dependencies are incomplete on host gen-a"),
+    ("bash: line 1: /opt/idsbench/venv/bin/python: No such file or directory\n", 127,
+     "its python /opt/idsbench/venv/bin/python cannot run"),
+])
+def test_agent_start_failures_are_diagnosed(stderr, code, says):
+    found = agent_missing(SENDER, stderr, code)
+    assert found is not None and says in found.message
+    assert "idsbench hosts provision" in str(found)
+
+
+@pytest.mark.parametrize(("stderr", "code"), [
+    ("ssh: connect to host 192.0.2.10 port 22: Connection timed out\n", 255),
+    ("Connection closed by 192.0.2.10 port 22\n", 255),
+    ("", None),
+])
+def test_an_unreachable_host_is_not_taken_for_a_missing_idsbench(stderr, code):
+    assert agent_missing(SENDER, stderr, code) is None

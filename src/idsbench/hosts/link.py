@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import queue
+import re
 import subprocess
 import threading
 import time
@@ -25,7 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from idsbench.errors import IdsbenchError
+from idsbench.errors import EnvironmentMissing, IdsbenchError
 from idsbench.hosts import protocol
 from idsbench.hosts.inventory import HostEntry
 from idsbench.hosts.protocol import CHUNK, FileInfo, HostLost
@@ -81,12 +82,19 @@ class HostLink:
         try:
             ready = self._recv(READY_TIMEOUT_S, "start")
         except HostLost as exc:
+            missing = agent_missing(self.host, self._log_tail(), self._popen.poll() if self._popen else None)
+            if missing is not None:
+                raise missing from exc
             if with_password:
                 raise HostLost(self.host.name, f"{exc.detail}; did sudo accept the become password?",
                                fix="check the password (--ask-become-pass) and that the user may sudo there.") from exc
             raise
         if not ready.get("ready"):
             raise HostLost(self.host.name, f"the agent did not start properly: {str(ready)[:200]}")
+        if ready.get("protocol") != protocol.PROTOCOL:
+            raise EnvironmentMissing(
+                f"host {self.host.name} runs another idsbench build (agent protocol {ready.get('protocol')}, "
+                f"the controller's {protocol.PROTOCOL}).", fix=PROVISION_FIX)
         self.hello = self.call("hello", {}, timeout=OPEN_TIMEOUT_S)
         return self
 
@@ -235,17 +243,51 @@ class HostLink:
         except ValueError as exc:
             raise HostLost(self.host.name, f"the agent wrote {item[:200]!r}, not a protocol line") from exc
 
-    def _last_words(self) -> str:
-        """ssh's (and the agent's) last stderr lines, for the error message."""
-        code = self._popen.poll() if self._popen is not None else None
+    def _log_tail(self) -> str:
+        """What ssh and the agent wrote to stderr on this connection (its last 4 KiB)."""
         try:
             with open(self.log_path, "rb") as fh:
                 fh.seek(self._log_start)
-                tail = fh.read()[-2000:].decode(errors="replace").strip().splitlines()[-3:]
+                return fh.read()[-4096:].decode(errors="replace")
         except OSError:
-            tail = []
+            return ""
+
+    def _last_words(self) -> str:
+        """ssh's (and the agent's) last stderr lines, for the error message."""
+        code = self._popen.poll() if self._popen is not None else None
+        tail = self._log_tail()[-2000:].strip().splitlines()[-3:]
         status = f"ssh exit {code}" if code is not None else "ssh still running"
         return status + (": " + " | ".join(tail) if tail else "")
+
+
+PROVISION_FIX = "run `idsbench hosts provision --inventory FILE` (or SPEC): it installs this build on the host."
+_NO_MODULE = re.compile(r"No module named '?([A-Za-z0-9_.]+)'?")
+
+
+def agent_missing(host: HostEntry, stderr: str, exit_code: int | None) -> EnvironmentMissing | None:
+    """Why an agent that never said `ready` could not start, when the host was reached but lacks
+    idsbench (or runs another build): an EnvironmentMissing naming that, else None (then the host
+    is unreachable as far as we know: ssh's words say why)."""
+    where = f"{host.python}: " if host.python else ""
+    for line in reversed(stderr.splitlines()):
+        found = _NO_MODULE.search(line)
+        if found is None:
+            continue
+        module = found.group(1)
+        if module == "idsbench":
+            return EnvironmentMissing(f"idsbench is not installed on host {host.name} ({where}{found.group(0)}).",
+                                      fix=PROVISION_FIX)
+        if module.startswith("idsbench."):
+            return EnvironmentMissing(f"host {host.name} has another idsbench build, without {module} "
+                                      f"({where}{found.group(0)}).", fix=PROVISION_FIX)
+        return EnvironmentMissing(f"idsbench's dependencies are incomplete on host {host.name} ({where}"
+                                  f"{found.group(0)}).", fix=PROVISION_FIX)
+    # the login shell could not run the venv's python (exit 126/127: not found, not executable)
+    if exit_code in (126, 127) and host.python and host.python in stderr:
+        line = next(ln for ln in reversed(stderr.splitlines()) if host.python in ln)
+        return EnvironmentMissing(f"idsbench is not installed on host {host.name}: its python {host.python} "
+                                  f"cannot run ({line.strip()[-200:]}).", fix=PROVISION_FIX)
+    return None
 
 
 def measure_offset(link: HostLink, rounds: int = 5) -> tuple[float, float]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from idsbench.errors import IdsbenchError
+from idsbench.errors import EnvironmentMissing, IdsbenchError
 from idsbench.hosts.inventory import HostEntry, Pair
 from idsbench.hosts.link import HostLink, measure_offset
 from idsbench.hosts.protocol import FileInfo, HostLost
@@ -55,7 +55,7 @@ class PairRunner:
     stack: TeardownStack
     opener: Opener
     links: dict[str, HostLink] = field(default_factory=dict)   # by role
-    lost: HostLost | None = None
+    lost: IdsbenchError | None = None   # why the pair cannot run: a host lost, or one without idsbench
     stopping: threading.Event = field(default_factory=threading.Event)
     on_phase: Callable[[str], None] = lambda _p: None
 
@@ -73,7 +73,8 @@ class PairRunner:
         try:
             self.connect()
         except IdsbenchError as exc:
-            self.lost = exc if isinstance(exc, HostLost) else HostLost(self._host_of(exc), str(exc))
+            # a host reached without (this) idsbench is named as such, not as unreachable
+            self.lost = exc if isinstance(exc, (HostLost, EnvironmentMissing)) else HostLost(self._host_of(exc), str(exc))
             return False
         self.lost = None
         return True
