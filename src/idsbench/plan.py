@@ -50,7 +50,7 @@ class Case:
         return None if self.memory is None else parse_size(self.memory)
 
     def params(self) -> dict[str, object]:
-        """The case's parameters as plain JSON values (what summary.json records as `case`)."""
+        """The case's parameters as plain JSON values (what the sample summary records as `case`)."""
         return {
             "trace": self.trace,
             "replayers": self.replayers,

@@ -180,7 +180,8 @@ def test_cases_round_robin_and_resumed_cases_stay_on_their_pair(tmp_path):
     assert [m.case_id for m in moves] == [CASES[0].case_id] and moves[0].previous == "p9-sender/p9-sensor"
     with pytest.raises(SpecError, match="probes"):
         check_pooling(moves, layout, pool=False)
-    probe = {"cpu": {"model": "Xeon", "count": 8}, "memory_bytes": 2**34, "interfaces": {"eth1": {"driver": "ixgbe"}}}
+    probe = {"cpu": {"model": "Xeon", "count": 8}, "memory_bytes": 2**34,
+             "interfaces": {"eth1": {"name": "eth1", "driver": "ixgbe"}}}
     for host in ("p9-sender", "p9-sensor", "p1-sender", "p1-sensor"):
         _probe(layout, host, probe)
     check_pooling(moves, layout, pool=False)  # same hardware: pooling is fine
@@ -193,7 +194,10 @@ def test_cases_round_robin_and_resumed_cases_stay_on_their_pair(tmp_path):
 def _summary(layout: CampaignDir, case_id: str, pair: str) -> None:
     d = layout.sample_dir(case_id, 0)
     d.mkdir(parents=True, exist_ok=True)
-    (d / SUMMARY_FILE).write_text(json.dumps({"pair": pair, "status": "ok"}))
+    case = next(c for c in CASES if c.case_id == case_id)
+    summary = SampleSummary(campaign="c", case_id=case_id, sample=0, case=CaseParams.model_validate(case.params()),
+                            trace=TRACE, status="ok", pair=pair)
+    (d / SUMMARY_FILE).write_text(json.dumps(summary.to_json()))
 
 
 def _probe(layout: CampaignDir, host: str, doc: dict[str, Any]) -> None:

@@ -2,7 +2,7 @@
 
 Engines differ in which rules they can take (Snort 3 loads ~71% of the Suricata-flavoured ET Open
 after conversion), so their alert totals are not comparable. Preflight records per engine the rule
-ids (text rules, gid 1) it loaded (campaign.json `inputs.rule_load`); `common_sids` intersects them
+ids (text rules, gid 1) it loaded (the campaign file's `inputs.rule_load`); `common_sids` intersects them
 over the engines that load rules (capture-only engines load none and are left out), and
 `alerts_on_common` counts a sample's alerts on those ids only.
 """
@@ -32,7 +32,7 @@ class EngineRules:
 
 
 def engine_rules(doc: CampaignDoc) -> dict[str, EngineRules]:
-    """Per engine that was given rules: what it loaded (campaign.json `inputs.rule_load`)."""
+    """Per engine that was given rules: what it loaded (the campaign file's `inputs.rule_load`)."""
     out: dict[str, EngineRules] = {}
     loads = doc.inputs.get("rule_load")
     if not isinstance(loads, dict):

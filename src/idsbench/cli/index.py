@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"idsbench: warning: {r.campaign_id}: {w}", file=sys.stderr)
     counts = {a: sum(r.action == a for r in results) for a in ("indexed", "unchanged", "removed", "failed")}
     print(f"{where}: " + ", ".join(f"{n} {a}" for a, n in counts.items() if n) if results
-          else f"{where}: no campaign (no campaign.json) under {root}")
+          else f"{where}: no campaign (no {CAMPAIGN_FILE}) under {root}")
     return 0
 
 

@@ -9,15 +9,16 @@ only when both pairs' hosts have the same hardware (from their probes), or with
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
 
 from idsbench.errors import SpecError
 from idsbench.hosts.inventory import Pair
 from idsbench.plan import Case
-from idsbench.store.layout import PROBES_DIR, SUMMARY_FILE, CampaignDir
+from idsbench.probe.model import HostProbe
+from idsbench.store.layout import SUMMARY_FILE, CampaignDir
+from idsbench.store.reader import read_host_probe
+from idsbench.store.summaryfile import read_summary
 
 
 @dataclass(frozen=True)
@@ -31,11 +32,10 @@ def pairs_used(layout: CampaignDir, case: Case) -> list[str]:
     found = []
     for sample in case.samples:
         try:
-            doc = json.loads((layout.sample_dir(case.case_id, sample.index) / SUMMARY_FILE).read_text())
+            label = read_summary(layout.sample_dir(case.case_id, sample.index) / SUMMARY_FILE).pair
         except (OSError, ValueError):
             continue
-        label = doc.get("pair") if isinstance(doc, dict) else None
-        if isinstance(label, str) and label not in found:
+        if label is not None and label not in found:
             found.append(label)
     return found
 
@@ -54,17 +54,35 @@ def assign(cases: Sequence[Case], pairs: Sequence[Pair], layout: CampaignDir) ->
     return out, moves
 
 
-def hardware(probe: dict[str, Any]) -> dict[str, Any]:
-    """What makes two hosts' results incomparable (volatile and naming facts left out); the NIC is
-    the one interface the probe holds (the host's capture or transmit interface)."""
-    cpu = probe.get("cpu") or {}
-    nics = list((probe.get("interfaces") or {}).values())
-    nic = nics[0] if len(nics) == 1 and isinstance(nics[0], dict) else {}
-    memory = probe.get("memory_bytes")
-    return {"cpu_model": cpu.get("model"), "cpus": cpu.get("count"), "sockets": cpu.get("sockets"),
-            "threads_per_core": cpu.get("threads_per_core"), "numa_nodes": len(probe.get("numa_nodes") or []),
-            "memory_gib": round(memory / 2**30) if isinstance(memory, int) else None,
-            "hypervisor": probe.get("hypervisor"), "nic_driver": nic.get("driver"), "nic_speed_mbps": nic.get("speed_mbps")}
+@dataclass(frozen=True)
+class Hardware:
+    """What makes two hosts' results incomparable (volatile and naming facts left out)."""
+
+    cpu_model: str | None
+    cpus: int
+    sockets: int | None
+    threads_per_core: int | None
+    numa_nodes: int
+    memory_gib: int | None
+    hypervisor: str | None
+    nic_driver: str | None
+    nic_speed_mbps: int | None
+
+    def differences(self, other: Hardware) -> dict[str, tuple[object, object]]:
+        return {f.name: (getattr(self, f.name), getattr(other, f.name)) for f in fields(self)
+                if getattr(self, f.name) != getattr(other, f.name)}
+
+
+def hardware(probe: HostProbe) -> Hardware:
+    """The hardware of a probed host; the NIC is the one interface the probe holds (the host's
+    capture or transmit interface)."""
+    nics = list(probe.interfaces.values())
+    nic = nics[0] if len(nics) == 1 else None
+    memory = probe.memory_bytes
+    return Hardware(cpu_model=probe.cpu.model, cpus=probe.cpu.count, sockets=probe.cpu.sockets,
+                    threads_per_core=probe.cpu.threads_per_core, numa_nodes=len(probe.numa_nodes),
+                    memory_gib=round(memory / 2**30) if memory is not None else None, hypervisor=probe.hypervisor,
+                    nic_driver=nic.driver if nic else None, nic_speed_mbps=nic.speed_mbps if nic else None)
 
 
 def check_pooling(moves: Sequence[Move], layout: CampaignDir, pool: bool) -> None:
@@ -74,25 +92,16 @@ def check_pooling(moves: Sequence[Move], layout: CampaignDir, pool: bool) -> Non
     for move in moves:
         old_sender, old_sensor = move.previous.split("/", 1)
         for role, old, new in (("sensor", old_sensor, move.pair.sensor.name), ("sender", old_sender, move.pair.sender.name)):
-            a, b = _probe(layout, old), _probe(layout, new)
+            a, b = read_host_probe(layout, old), read_host_probe(layout, new)
             if a is None or b is None:
                 raise SpecError(f"case {move.case_id} ran on pair {move.previous}, which the inventory no longer has; "
                                 f"without both {role}s' probes ({old}, {new}) its samples cannot be shown to "
                                 "come from the same hardware.",
                                 fix="restore the pair in the inventory, or set [hosts] pool_pairs = true.")
-            ha, hb = hardware(a), hardware(b)
-            if ha != hb:
-                diff = {k: (ha[k], hb[k]) for k in ha if ha[k] != hb[k]}
+            diff = hardware(a).differences(hardware(b))
+            if diff:
                 raise SpecError(f"case {move.case_id} ran on pair {move.previous}; the inventory now sends it to "
                                 f"{move.pair.label}, whose {role} differs in hardware {diff}: its samples would be "
                                 "pooled across different machines.",
                                 fix="restore the original pair, re-run the case from scratch (delete its directory), "
                                     "or set [hosts] pool_pairs = true to pool anyway.")
-
-
-def _probe(layout: CampaignDir, host: str) -> dict[str, Any] | None:
-    try:
-        doc = json.loads((layout.root / PROBES_DIR / f"{host}.json").read_text())
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None

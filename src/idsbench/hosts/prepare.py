@@ -14,10 +14,12 @@ from idsbench.hosts.inventory import HostEntry, Pair
 from idsbench.hosts.link import HostLink
 from idsbench.hosts.protocol import RemoteCampaign
 from idsbench.plan import Case
+from idsbench.probe.model import HostProbe
 from idsbench.sensors.rulesets import rule_files
 from idsbench.spec import Spec
 from idsbench.store.environment import sha256_file
-from idsbench.store.layout import PROBES_DIR, CampaignDir
+from idsbench.store.layout import CampaignDir
+from idsbench.store.reader import host_probe_file, read_host_probe
 from idsbench.store.schema import TraceRecord
 
 PROVISION_FIX = "install it with `idsbench hosts provision --inventory FILE` (or SPEC), then retry."
@@ -107,18 +109,15 @@ class CampaignUploads:
 
 
 def store_probe(link: HostLink, host: HostEntry, layout: CampaignDir, resume: bool) -> str | None:
-    """`probes/<host>.json` (the first probe of the host in this campaign is kept); a warning when the
-    host's hardware changed since."""
-    probe = link.call("probe", {}, timeout=300)["probe"]
-    path = layout.root / PROBES_DIR / f"{host.name}.json"
+    """The host's probe in the campaign (the first probe of the host in this campaign is kept); a
+    warning when the host's hardware changed since."""
+    probe = HostProbe.model_validate(link.call("probe", {}, timeout=300)["probe"])
+    path = host_probe_file(layout, host.name)
     if path.exists():
-        try:
-            before = json.loads(path.read_text())
-        except ValueError:
-            before = None
-        if isinstance(before, dict) and hardware(before) != hardware(probe):
+        before = read_host_probe(layout, host.name)
+        if before is not None and hardware(before) != hardware(probe):
             return f"host {host.name}: hardware changed since the campaign started ({path} kept)"
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(probe, indent=1) + "\n")
+    path.write_text(json.dumps(probe.model_dump(mode="json"), indent=1) + "\n")
     return None

@@ -8,7 +8,7 @@ on a real host injected through `SampleDeps`:
 - monitor: host, sensor cgroup and the capture NIC, as locally; no sender cgroup here (the
   replayers' own cgroup is on the sender host).
 
-So setup, sensor, monitor, drain, stop, counters, the verdict and summary.json are the same code
+So setup, sensor, monitor, drain, stop, counters, the verdict and the sample summary are the same code
 as a local sample; the controller copies the sample directory back and adds the pair.
 """
 

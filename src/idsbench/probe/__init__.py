@@ -1,7 +1,7 @@
 """Host probe: every fact about a host that can change a result, the timer-cost check, and diffs.
 
 - `collect(interfaces=(), netns=None, sensor=True) -> HostProbe` probes this host.
-- `load(path) -> HostProbe` reads a probe file or a campaign's `probe.json`.
+- `load(path) -> HostProbe` reads a probe file or a campaign's probe (`store.reader.read_probe`).
 - `diff(a, b) -> list[Difference]`; `diff_paths(a, b)` adds two campaigns' `sensor.set` changes.
 - `warnings(probe) -> list[str]`: known traps (a profiling build under a trapping cpuid, ...).
 """

@@ -1,4 +1,4 @@
-"""What differs between two probes (or two campaigns: their `probe.json` and their spec's
+"""What differs between two probes (or two campaigns: their stored probes and their spec's
 `sensor.set` overrides), as dotted paths old -> new, ignoring values that move on their own."""
 
 from __future__ import annotations
@@ -8,13 +8,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import JsonValue, ValidationError
+from pydantic import JsonValue
 
-from idsbench.errors import InputError
 from idsbench.probe.model import HostProbe
 
-PROBE_FILE = "probe.json"
-CAMPAIGN_FILE = "campaign.json"
 # Paths that change without anything relevant changing (time, current frequency, IRQ numbers, ...).
 VOLATILE = (
     "created_unix", "notes", "notes.*", "hypervisor_evidence", "cpufreq.cur_khz", "timers.rounds",
@@ -93,40 +90,21 @@ def diff(a: HostProbe, b: HostProbe) -> list[Difference]:
     return out
 
 
-def _read_json(path: Path) -> JsonValue:
-    try:
-        return json.loads(path.read_text())  # type: ignore[no-any-return]
-    except OSError as exc:
-        raise InputError(f"Cannot read {path}: {exc.strerror}.", fix="pass an existing probe file "
-                         "(`idsbench probe --json > FILE`) or campaign directory.") from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path} is not JSON ({exc}).", fix="pass a file written by `idsbench probe --json`.") from exc
-
-
 def load(path: Path) -> HostProbe:
-    """A probe from a probe JSON file or a campaign directory (its probe.json)."""
-    path = Path(path)
-    file = path / PROBE_FILE if path.is_dir() else path
-    if path.is_dir() and not file.is_file():
-        raise InputError(f"The campaign {path} holds no {PROBE_FILE}.",
-                         fix="campaigns record their probe since idsbench stored one; for older ones "
-                         "compare probe files made with `idsbench probe --json > FILE`.")
-    try:
-        return HostProbe.model_validate(_read_json(file))
-    except ValidationError as exc:
-        raise InputError(f"{file} is not an idsbench probe: {exc.errors()[0]['msg']} at "
-                         f"{'.'.join(map(str, exc.errors()[0]['loc']))}.",
-                         fix="pass a file written by `idsbench probe --json`.") from exc
+    """A probe from a probe file or a campaign directory: the store's one probe reader."""
+    from idsbench.store.reader import read_probe  # here: the store's reader imports probe.model
+
+    return read_probe(Path(path))
 
 
 def spec_overrides(campaign: Path) -> dict[str, JsonValue] | None:
     """The campaign spec's `sensor.set`, or None when `campaign` is not a campaign directory."""
-    doc_path = campaign / CAMPAIGN_FILE
-    if not campaign.is_dir() or not doc_path.is_file():
+    from idsbench.store.reader import read_spec_doc
+
+    spec = read_spec_doc(campaign) if campaign.is_dir() else None
+    if spec is None:
         return None
-    doc = _read_json(doc_path)
-    spec = doc.get("spec") if isinstance(doc, dict) else None
-    sensor = spec.get("sensor") if isinstance(spec, dict) else None
+    sensor = spec.get("sensor")
     overrides = sensor.get("set") if isinstance(sensor, dict) else None
     return dict(overrides) if isinstance(overrides, dict) else {}
 

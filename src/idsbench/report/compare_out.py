@@ -13,6 +13,7 @@ import jinja2
 from idsbench.analysis.compare import Comparison, MatchedCase
 from idsbench.report.fmt import number
 from idsbench.report.tables import text_table
+from idsbench.store.layout import PROBE_FILE
 
 ARROWS = {"higher": "▲ higher", "lower": "▼ lower", "same": "≈ CIs overlap", "n/a": "n/a"}
 
@@ -44,7 +45,7 @@ def _header(cmp: Comparison) -> str:
         text += "differs: " + ", ".join(f"{k} {a} → {b}" for k, (a, b) in cmp.differs.items()) + "\n"
     text += f"matched on: {', '.join(cmp.match_keys) or '(single case each)'}; {len(cmp.rows)} case(s)\n"
     if cmp.host_differs:
-        text += "host differs (probe.json, sensor.set):\n" + "".join(f"  {d}\n" for d in cmp.host_differs)
+        text += f"host differs ({PROBE_FILE}, sensor.set):\n" + "".join(f"  {d}\n" for d in cmp.host_differs)
     return text
 
 

@@ -26,7 +26,7 @@ from idsbench.report.engines import engine_section
 from idsbench.report.figures import build_figures
 from idsbench.report.fmt import COLUMNS, MIB, load_label, median_and_ci, number, value_and_ci
 from idsbench.report.style import setup_colors, variant
-from idsbench.store.layout import COUNTERS_FILE, EVE_FILE, MONITOR_FILE, PROBE_FILE, REPORT_FILE, SUMMARY_FILE
+from idsbench.store.layout import CAMPAIGN_FILE, COUNTERS_FILE, EVE_FILE, MONITOR_FILE, PROBE_FILE, REPORT_FILE, SUMMARY_FILE
 from idsbench.store.reader import Campaign, load_campaign
 from idsbench.store.schema import CaseResult, SearchResult
 
@@ -67,7 +67,7 @@ def write_report(campaign_dir: Path | str, *, baseline: str = "baremetal",
                        f"matching trace, rate, load and limits."),
         environment=_environment(campaign), host=_host(campaign.root), spec_json=json.dumps(
             campaign.doc.model_dump(mode="json", include={"spec", "inputs", "cases"}), indent=2, default=str),
-        raw=_raw(campaign),
+        raw=_raw(campaign), campaign_file=CAMPAIGN_FILE, probe_file=PROBE_FILE,
         searches=[_search_view(campaign, r) for r in campaign.searches.values()],
         waterfall_titles=[t for t, _ in WATERFALL_COLUMNS],
         waterfall=[_waterfall_view(campaign, r) for r in rows if r.samples],
@@ -187,7 +187,7 @@ def _environment(campaign: Campaign) -> list[tuple[str, str]]:
 
 
 def _host(root: Path) -> dict[str, Any] | None:
-    """The campaign's host probe (probe.json) as table rows, with its trap warnings."""
+    """The campaign's host probe (store.reader.read_probe) as table rows, with its trap warnings."""
     if not (root / PROBE_FILE).is_file():
         return None
     try:

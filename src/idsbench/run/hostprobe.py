@@ -1,4 +1,4 @@
-"""The host probe of a campaign: `probe.json` written once, when the campaign starts, so every
+"""The host probe of a campaign (store.layout.PROBE_FILE, read by store.reader.read_probe), written once, when the campaign starts, so every
 result can be read against the host it came from; the known traps and, on --resume, what changed
 on the host since, as warnings before the first sample."""
 

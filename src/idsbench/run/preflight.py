@@ -160,7 +160,7 @@ def campaign_doc(ctx: CampaignContext, cases: list[Case], spec_doc: dict[str, ob
 
 
 def rule_load_doc(loads: tuple[rulesets.RuleSetLoad, ...]) -> dict[str, object]:
-    """campaign.json `inputs.rule_load.<engine>`: each set's share, the totals, the text-rule ids
+    """The campaign file's `inputs.rule_load.<engine>`: each set's share, the totals, the text-rule ids
     loaded (analysis compares alerts between engines on the ids every engine loaded)."""
     rules, loaded = rulesets.totals(loads)
     sids = sorted({sid for load in loads for sid in load.sids})

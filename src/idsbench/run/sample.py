@@ -1,8 +1,8 @@
 """One sample: a sensor session (wire, setup, sensor, monitor), one replay, the drain, the stop, the
-final counters, the verdict, summary.json.
+final counters, the verdict, the sample summary.
 
 Everything the sample creates lives in one teardown stack, closed on every exit path.
-summary.json is written last and atomically: a sample is complete iff its summary exists.
+The summary (store.layout.SUMMARY_FILE) is written last and atomically: a sample is complete iff its summary exists.
 The parts come from `SampleDeps` (run/session.py), so the sequence, the verdicts and the teardown
 order are unit-tested with fakes; the real ones are the defaults.
 """

@@ -5,7 +5,7 @@ file it does load beside a sidecar `<file>.load.json` (`write_sidecar`): where i
 rules the source had and how many were loaded, and why the others were not. A file without a
 sidecar is loaded as it is, whole: Suricata's `-T` refuses a config in which any rule fails, so a
 campaign never runs with part of a file. `rule_loads(paths)` reads either, so preflight records the
-share per engine (campaign.json `inputs.rule_load`, the sample summary) and analysis can compare
+share per engine (the campaign file's `inputs.rule_load`, the sample summary) and analysis can compare
 alerts between engines on the rules both loaded (`analysis.engines`).
 """
 
@@ -43,7 +43,7 @@ class RuleSetLoad:
         return self.loaded / self.rules if self.rules else 1.0
 
     def summary(self) -> dict[str, object]:
-        """The record kept in campaign.json and the sample summaries (without the ids)."""
+        """The record kept in the campaign file and the sample summaries (without the ids)."""
         return {"source": self.source, "path": str(self.path), "rules": self.rules, "loaded": self.loaded,
                 "share": round(self.share, 6), "method": self.method,
                 "reasons": [[r, n] for r, n in self.reasons[:20]]}

@@ -5,10 +5,11 @@ Every file name of the results layout is declared here and nowhere else.
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+
+from idsbench.store.summaryfile import read_summary
 
 CAMPAIGN_FILE = "campaign.json"
 PROBE_FILE = "probe.json"
@@ -51,10 +52,9 @@ class CampaignDir:
     def is_done(self, case_id: str, index: int) -> bool:
         """Complete with a measured verdict (ok, invalid, oom): what --resume keeps. Samples that
         failed (a process died), are incomplete or missing run again."""
-        path = self.sample_dir(case_id, index) / SUMMARY_FILE
         try:
-            return json.loads(path.read_text()).get("status", "ok") in KEPT_ON_RESUME
-        except (OSError, ValueError, AttributeError):
+            return read_summary(self.sample_dir(case_id, index) / SUMMARY_FILE).status in KEPT_ON_RESUME
+        except (OSError, ValueError):  # missing, or a summary the reader cannot read: run it again
             return False
 
     def fresh_sample_dir(self, case_id: str, index: int) -> Path:

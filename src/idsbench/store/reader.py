@@ -1,4 +1,5 @@
-"""The one reader of a campaign directory: campaign.json and every sample's summary.json, typed.
+"""The one reader of a campaign directory: campaign.json, probe.json (and a hosts campaign's
+probes/<host>.json) and every sample's summary.json (`store.summaryfile`), typed.
 
 A sample is complete iff its summary.json exists and parses and, for an `ok` sample, the sensor's
 event log was read whole (no corrupt or truncated lines: the counters may be short otherwise).
@@ -17,8 +18,24 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from idsbench.errors import InputError
-from idsbench.store.layout import CAMPAIGN_FILE, CASES_DIR, EVE_FILE, SEARCH_DIR, SEARCH_FILE, SUMMARY_FILE, TRUTH_DIR
-from idsbench.store.schema import CampaignDoc, CaseParams, GroundTruth, PlannedCase, SampleSummary, SearchResult, migrate_summary
+from idsbench.probe.model import HostProbe
+from idsbench.store.layout import (
+    CAMPAIGN_FILE,
+    CASES_DIR,
+    EVE_FILE,
+    PROBE_FILE,
+    PROBES_DIR,
+    SEARCH_DIR,
+    SEARCH_FILE,
+    SUMMARY_FILE,
+    TRUTH_DIR,
+    CampaignDir,
+)
+from idsbench.store.schema import CampaignDoc, CaseParams, GroundTruth, PlannedCase, SampleSummary, SearchResult
+from idsbench.store.summaryfile import read_summary
+
+__all__ = ["Campaign", "CaseInfo", "IncompleteSample", "SampleRecord", "eve_problem", "host_probe_file",
+           "load_campaign", "read_campaign_doc", "read_host_probe", "read_probe", "read_spec_doc", "read_summary"]
 
 _SAMPLE_DIR = re.compile(r"^s(\d+)$")
 M = TypeVar("M", SearchResult, GroundTruth)
@@ -116,12 +133,48 @@ def read_campaign_doc(root: Path) -> CampaignDoc:
                          fix="restore it from a copy, or re-run the campaign.") from exc
 
 
-def read_summary(path: Path) -> SampleSummary:
-    """One summary.json (any schema version); ValueError/OSError when it cannot be read."""
-    doc = _read_json(path)
-    if not isinstance(doc, dict):
-        raise ValueError("not a JSON object")
-    return SampleSummary.model_validate(migrate_summary(doc))
+def read_probe(path: Path) -> HostProbe:
+    """A host probe: a probe file (`idsbench probe --json`, a hosts campaign's probes/<host>.json)
+    or a campaign directory (its probe.json); InputError naming the file and the fix."""
+    path = Path(path)
+    file = path / PROBE_FILE if path.is_dir() else path
+    if path.is_dir() and not file.is_file():
+        raise InputError(f"The campaign {path} holds no {PROBE_FILE}.",
+                         fix="campaigns record their probe since idsbench stored one; for older ones "
+                         "compare probe files made with `idsbench probe --json > FILE`.")
+    try:
+        doc = _read_json(file)
+    except OSError as exc:
+        raise InputError(f"Cannot read {file}: {exc.strerror}.", fix="pass an existing probe file "
+                         "(`idsbench probe --json > FILE`) or campaign directory.") from exc
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{file} is not JSON ({exc}).", fix="pass a file written by `idsbench probe --json`.") from exc
+    try:
+        return HostProbe.model_validate(doc)
+    except ValidationError as exc:
+        raise InputError(f"{file} is not an idsbench probe: {exc.errors()[0]['msg']} at "
+                         f"{'.'.join(map(str, exc.errors()[0]['loc']))}.",
+                         fix="pass a file written by `idsbench probe --json`.") from exc
+
+
+def host_probe_file(layout: CampaignDir, host: str) -> Path:
+    """Where a hosts campaign keeps the probe of one host."""
+    return layout.root / PROBES_DIR / f"{host}.json"
+
+
+def read_host_probe(layout: CampaignDir, host: str) -> HostProbe | None:
+    """The stored probe of one host of a hosts campaign; None when missing or unreadable."""
+    try:
+        return read_probe(host_probe_file(layout, host))
+    except InputError:
+        return None
+
+
+def read_spec_doc(root: Path) -> dict[str, Any] | None:
+    """The resolved spec a campaign directory recorded (JSON); None when `root` is no campaign."""
+    if not (root / CAMPAIGN_FILE).is_file():
+        return None
+    return dict(read_campaign_doc(root).spec)
 
 
 def load_campaign(root: Path | str) -> Campaign:
