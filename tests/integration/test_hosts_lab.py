@@ -258,7 +258,7 @@ def test_sudo_with_a_password(lab, tmp_path, monkeypatch, capsys):
         stack = TeardownStack(state_dir=tmp_path / "st")
         with stack:
             link = HostLink(host, inv.known_hosts, stack, tmp_path / "good.log", become_password="benchpw").open()
-            assert link.hello["uid"] == 0 and link.hello["suricata"]
+            assert link.hello.uid == 0 and link.hello.suricata
             link.close()
             with pytest.raises(HostLost, match="did sudo accept the become password"):
                 HostLink(host, inv.known_hosts, stack, tmp_path / "bad.log", become_password="wrong").open()

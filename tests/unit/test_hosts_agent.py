@@ -12,10 +12,23 @@ from pathlib import Path
 
 import pytest
 
-from idsbench.errors import EnvironmentMissing, InputError, SpecError
+from idsbench.errors import EnvironmentMissing, IdsbenchError, InputError, SpecError
 from idsbench.hosts.inventory import HostEntry
 from idsbench.hosts.link import HostLink, agent_missing, measure_offset
-from idsbench.hosts.protocol import CHUNK, FileInfo, HostLost
+from idsbench.hosts.protocol import (
+    CHUNK,
+    ClockReading,
+    Empty,
+    FileInfo,
+    FileList,
+    HostLost,
+    PathArgs,
+    RemoteCampaign,
+    ReplayArgs,
+    ReplayDone,
+    SenderOpened,
+    Stat,
+)
 from idsbench.procinfo import same_process_alive
 from idsbench.teardown import TeardownStack
 
@@ -39,8 +52,8 @@ def link(tmp_path):
 def test_hello_and_clock(link):
     from idsbench.hosts.digest import digest
 
-    assert link.hello["digest"] == digest() and link.hello["role"] == "sender"
-    assert link.hello["interface"]["exists"] and link.hello["interface"]["name"] == "lo"
+    assert link.hello.digest == digest() and link.hello.role == "sender"
+    assert link.hello.interface.exists and link.hello.interface.name == "lo"
     offset, uncertainty = measure_offset(link)
     assert abs(offset) < 0.05 and 0 <= uncertainty < 0.05  # same clock
 
@@ -52,10 +65,10 @@ def test_files_round_trip_with_checksums(link, tmp_path):
     sent = link.put(src, "traces/x/big.bin")
     assert sent.sha256 == hashlib.sha256(data).hexdigest() and sent.size == len(data)
     assert (tmp_path / "work" / "traces" / "x" / "big.bin").read_bytes() == data
-    info = FileInfo.model_validate(link.call("stat", {"path": "traces/x/big.bin"}))
+    info = link.call("stat", PathArgs(path="traces/x/big.bin"), Stat).file
     assert info == FileInfo(name="traces/x/big.bin", size=len(data), sha256=sent.sha256)
-    listed = link.call("list", {"path": "traces"})["files"]
-    assert [f["name"] for f in listed] == ["x/big.bin"]
+    listed = link.call("list", PathArgs(path="traces"), FileList).files
+    assert [f.name for f in listed] == ["x/big.bin"]
     back = tmp_path / "back.bin"
     link.get("traces/x/big.bin", back, info)
     assert back.read_bytes() == data
@@ -63,19 +76,21 @@ def test_files_round_trip_with_checksums(link, tmp_path):
     with pytest.raises(Exception, match="corrupt"):
         link.get("traces/x/big.bin", tmp_path / "bad.bin", wrong)
     assert not (tmp_path / "bad.bin").exists() and not (tmp_path / "bad.bin.part").exists()
-    link.call("remove", {"path": "traces"})
+    link.call("remove", PathArgs(path="traces"), Empty)
     assert not (tmp_path / "work" / "traces").exists()
-    assert link.call("stat", {"path": "traces/x/big.bin"}) == {}
+    assert link.call("stat", PathArgs(path="traces/x/big.bin"), Stat).file is None
 
 
 def test_errors_keep_their_type_and_name_the_host(link, tmp_path):
     with pytest.raises(InputError, match="on host gen-a: .*outside the agent's workdir"):
-        link.call("stat", {"path": "../../etc/passwd"})
+        link.call("stat", PathArgs(path="../../etc/passwd"), Stat)
     with pytest.raises(Exception, match=r"on host gen-a: .*'replay' before open_campaign"):
-        link.call("replay", {})
+        link.call("replay", ReplayArgs(case_id="c", index=0, timeout_s=1), ReplayDone)
     with pytest.raises(SpecError, match="on host gen-a"):  # a spec the host rejects
-        link.call("open_campaign", {"key": "k", "spec": {"name": "bad name!"}, "traces": {}})
-    assert link.call("clock", {})["t"] > 0  # the agent still serves
+        link.call("open_campaign", RemoteCampaign(key="k", spec={"name": "bad name!"}, traces={}), SenderOpened)
+    with pytest.raises(IdsbenchError, match=r"on host gen-a: protocol error: the arguments of 'stat' do not fit"):
+        link.call("stat", Empty(), Stat)  # a request of another build: named, not a crash
+    assert link.call("clock", Empty(), ClockReading).t > 0  # the agent still serves
 
 
 def test_sudo_password_line_is_dropped_when_not_consumed(tmp_path):
@@ -84,7 +99,7 @@ def test_sudo_password_line_is_dropped_when_not_consumed(tmp_path):
     link = HostLink(host, tmp_path / "kh", stack, tmp_path / "agent.log", become_password="s3cret",
                     transport=_agent(tmp_path / "work", "--password-line")).open()
     try:
-        assert link.hello["role"] == "sender"
+        assert link.hello.role == "sender"
         assert "s3cret" not in (tmp_path / "agent.log").read_text()
     finally:
         link.close()
@@ -102,7 +117,7 @@ def test_agent_leaves_when_its_stdin_closes(tmp_path):
         time.sleep(0.05)
     assert popen.returncode == 130 and not same_process_alive(popen.pid, None)
     with pytest.raises(HostLost, match="gen-a"):
-        link.call("clock", {})
+        link.call("clock", Empty(), ClockReading)
     link.close()
     stack.close()
     assert not list((tmp_path / "state").glob("*.json"))

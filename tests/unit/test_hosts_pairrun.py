@@ -8,11 +8,13 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
+from pydantic import BaseModel
 
 from idsbench.errors import IdsbenchError, SpecError
+from idsbench.hosts import protocol
 from idsbench.hosts.assign import assign, check_pooling
 from idsbench.hosts.inventory import HostEntry, Pair
 from idsbench.hosts.pairrun import PairRunner
@@ -27,6 +29,7 @@ TRACE = TraceRecord(ref="t", path="/x/t.pcap", sha256="0" * 64, packets=100, byt
 SPEC = spec_from_dict({"name": "c", "samples": 2, "traffic": {"traces": ["t"], "replayers": [1, 2, 4]},
                        "hosts": {"inventory": "inv.yml"}})
 CASES = plan(SPEC)
+M = TypeVar("M", bound=BaseModel)
 
 
 def _pair(n: int) -> Pair:
@@ -46,8 +49,12 @@ class FakeLink:
         self.files: dict[str, bytes] = {}
         self.calls: list[str] = []
 
-    def call(self, op: str, args: dict[str, Any], *, upcall: Any = None, event: Any = None,
-             timeout: float | None = None) -> dict[str, Any]:
+    def call(self, op: str, args: BaseModel, reply: type[M], *, upcall: Any = None, event: Any = None,
+             timeout: float | None = None) -> M:
+        """Typed as the real link: the op's argument model in, the reply model out."""
+        return reply.model_validate(self._answer(op, protocol.dump(args), upcall, event))
+
+    def _answer(self, op: str, args: dict[str, Any], upcall: Any, event: Any) -> dict[str, Any]:
         self.calls.append(op)
         if not self.alive:
             raise HostLost(f"{self.role}-host", "connection closed")
@@ -75,12 +82,13 @@ class FakeLink:
         if self.script.get("sensor_dies"):
             self.alive = False
             raise HostLost("p1-sensor", "the connection ended during 'sample'")
-        event({"event": "phase", "name": "replay"})
+        event(protocol.Event(event="phase", name="replay"))
         status, reason = "ok", None
         try:
-            self.script["before"] = upcall("nic", {})
-            got = upcall("replay", {"case_id": args["case_id"], "index": args["index"], "timeout_s": 60})
-            self.script["record"] = got["record"]
+            self.script["before"] = upcall(protocol.Upcall(upcall=1, op="nic", args={})).model_dump(mode="json")
+            got = upcall(protocol.Upcall(upcall=2, op="replay", args={"case_id": args["case_id"], "index": args["index"],
+                                                                       "timeout_s": 60}))
+            self.script["record"] = got.record.model_dump(mode="json")
         except IdsbenchError as exc:
             status, reason = "failed", f"baremetal setup failed: {exc}"
         case = next(c for c in CASES if c.case_id == args["case_id"])

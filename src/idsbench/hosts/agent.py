@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import json
 import os
 import queue
 import shutil
@@ -27,15 +26,43 @@ import time
 import traceback
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any
+from typing import IO, TypeVar
+
+from pydantic import BaseModel
 
 from idsbench import __version__
 from idsbench.errors import IdsbenchError, InputError
 from idsbench.hosts import protocol
 from idsbench.hosts.digest import digest
-from idsbench.hosts.protocol import PROTOCOL, Side, file_info, list_files
+from idsbench.hosts.protocol import (
+    PROTOCOL,
+    Chunk,
+    ClockReading,
+    Empty,
+    ErrorDoc,
+    Event,
+    FileList,
+    GetArgs,
+    Hello,
+    NicArgs,
+    NicCounters,
+    PathArgs,
+    ProbeResult,
+    PutArgs,
+    Ready,
+    RemoteCampaign,
+    Reply,
+    Request,
+    Response,
+    Side,
+    Stat,
+    Upcall,
+    file_info,
+    list_files,
+)
 
-_EOF = object()
+M = TypeVar("M", bound=BaseModel)
+
 
 
 class Channel:
@@ -43,7 +70,7 @@ class Channel:
 
     def __init__(self, out: IO[bytes], inp: IO[bytes], *, password_line: bool = False):
         self.out = out
-        self.lines: queue.Queue[object] = queue.Queue()
+        self.lines: queue.Queue[bytes | None] = queue.Queue()  # None: stdin closed
         self._upcalls = 0
         self._lock = threading.Lock()
         threading.Thread(target=self._read, args=(inp, password_line), name="stdin", daemon=True).start()
@@ -57,41 +84,40 @@ class Channel:
                 if not line.startswith(b'{"id":'):
                     continue
             self.lines.put(line)
-        self.lines.put(_EOF)
+        self.lines.put(None)
         os.kill(os.getpid(), signal.SIGTERM)  # unwind whatever runs: the controller is gone
 
-    def send(self, msg: dict[str, Any]) -> None:
+    def send(self, msg: BaseModel) -> None:
         with self._lock:
             self.out.write(protocol.encode(msg))
             self.out.flush()
 
-    def receive(self) -> dict[str, Any]:
+    def receive(self) -> protocol.Line:
         while True:
             try:
                 item = self.lines.get(timeout=1.0)
             except queue.Empty:
                 continue
-            if item is _EOF:
-                self.lines.put(_EOF)
+            if item is None:
+                self.lines.put(None)
                 raise KeyboardInterrupt("controller gone")
-            assert isinstance(item, bytes)
-            return dict(json.loads(item))
+            return protocol.decode(item)
 
-    def upcall(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
+    def upcall(self, op: str, args: BaseModel, reply: type[M]) -> M:
         """Ask the controller (e.g. to run the replay on the sender host) and wait for its answer."""
         self._upcalls += 1
         ident = self._upcalls
-        self.send({"upcall": ident, "op": op, "args": args})
+        self.send(Upcall(upcall=ident, op=op, args=protocol.dump(args)))
         msg = self.receive()
-        if msg.get("reply") != ident:
+        if not isinstance(msg, Reply) or msg.reply != ident:
             raise IdsbenchError(f"protocol error: expected the reply to upcall {ident}, got {str(msg)[:200]}")
-        if not msg.get("ok"):
-            err = dict(msg.get("error") or {})
-            raise IdsbenchError(str(err.get("message")), fix=err.get("fix"))
-        return dict(msg.get("result") or {})
+        if not msg.ok:
+            err = msg.error or ErrorDoc(type="IdsbenchError", message=f"upcall {op!r} failed")
+            raise IdsbenchError(err.message, fix=err.fix)
+        return protocol.validate_as(reply, msg.result, f"the controller's answer to {op!r}")
 
-    def event(self, kind: str, **fields: Any) -> None:
-        self.send({"event": kind, **fields})
+    def phase(self, name: str) -> None:
+        self.send(Event(event="phase", name=name))
 
 
 class Agent:
@@ -112,101 +138,102 @@ class Agent:
     def serve(self) -> None:
         while True:
             msg = self.ch.receive()
-            op, ident = str(msg.get("op")), msg.get("id")
+            if not isinstance(msg, Request):
+                raise IdsbenchError(f"protocol error: expected a request, got {str(msg)[:200]}")
             try:
-                result = self.dispatch(op, dict(msg.get("args") or {}))
-                self.ch.send({"id": ident, "ok": True, "result": result})
+                result = self.dispatch(msg)
+                self.ch.send(Response(id=msg.id, ok=True, result=protocol.dump(result)))
             except IdsbenchError as exc:
-                self.ch.send({"id": ident, "ok": False, "error": protocol.error_doc(exc)})
+                self.ch.send(Response(id=msg.id, ok=False, error=ErrorDoc.of(exc)))
             except Exception as exc:  # a bug or an OS error: the controller fails the step, the log has the trace
                 traceback.print_exc(file=sys.stderr)
-                self.ch.send({"id": ident, "ok": False, "error": protocol.error_doc(exc)})
-            if op == "bye":
+                self.ch.send(Response(id=msg.id, ok=False, error=ErrorDoc.of(exc)))
+            if msg.op == "bye":
                 return
 
-    def dispatch(self, op: str, args: dict[str, Any]) -> dict[str, Any]:
+    def dispatch(self, req: Request) -> BaseModel:
+        op = req.op
         if op == "hello":
             return self.hello()
         if op == "clock":
-            return {"t": time.time()}
+            return ClockReading(t=time.time())
         if op == "bye":
             if self.side is not None:
                 self.side.close()
-            return {}
+            return Empty()
         if op == "put":
-            return self.put(args)
+            return self.put(req.args_as(PutArgs))
         if op == "get":
-            return self.get(args)
+            return self.get(req.args_as(GetArgs))
         if op == "stat":
-            p = self.path(str(args["path"]))
-            return file_info(p, str(args["path"])).model_dump() if p.is_file() else {}
+            rel = req.args_as(PathArgs).path
+            p = self.path(rel)
+            return Stat(file=file_info(p, rel) if p.is_file() else None)
         if op == "list":
-            d = self.path(str(args["path"]))
-            return {"files": [f.model_dump() for f in list_files(d)] if d.is_dir() else []}
+            d = self.path(req.args_as(PathArgs).path)
+            return FileList(files=list_files(d) if d.is_dir() else [])
         if op == "remove":
-            p = self.path(str(args["path"]))
+            p = self.path(req.args_as(PathArgs).path)
             shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
-            return {}
+            return Empty()
         if op == "probe":
             from idsbench.probe import collect
 
-            probe = collect(interfaces=[self.iface] if self.iface else [], sensor=self.role == "sensor")
-            return {"probe": probe.model_dump(mode="json")}
+            return ProbeResult(probe=collect(interfaces=[self.iface] if self.iface else [], sensor=self.role == "sensor"))
         if op == "nic":
             from idsbench.hosts.sensor_side import nic_counters
 
-            return {"counters": list(nic_counters(str(args.get("iface") or self.iface)) or [])}
+            return NicCounters(counters=nic_counters(str(req.args_as(NicArgs).iface or self.iface)))
         if op == "open_campaign":
-            self.side = self._side(args)
-            return dict(self.side.result)
+            self.side = self._side(req.args_as(RemoteCampaign))
+            return self.side.opened
         if self.side is None:
             raise IdsbenchError(f"{op!r} before open_campaign")
-        return dict(self.side.dispatch(op, args, self.ch))
+        return self.side.dispatch(req, self.ch)
 
-    def _side(self, args: dict[str, Any]) -> Side:
+    def _side(self, campaign: RemoteCampaign) -> Side:
         if self.side is not None:
             self.side.close()
         if self.role == "sensor":
             from idsbench.hosts.sensor_side import SensorSide
 
-            return SensorSide(self, args)
+            return SensorSide(self, campaign)
         from idsbench.hosts.sender_side import SenderSide
 
-        return SenderSide(self, args)
+        return SenderSide(self, campaign)
 
-    def hello(self) -> dict[str, Any]:
+    def hello(self) -> Hello:
         from idsbench.hosts.facts import host_facts
 
-        return {"protocol": PROTOCOL, "version": __version__, "digest": digest(), "hostname": socket.gethostname(),
-                "uid": os.geteuid(), "pid": os.getpid(), "python": sys.version.split()[0], "time": time.time(),
-                "cleaned": self.cleaned, **host_facts(self.role, self.iface)}
+        return Hello.model_validate({
+            "protocol": PROTOCOL, "version": __version__, "digest": digest(), "hostname": socket.gethostname(),
+            "pid": os.getpid(), "python": sys.version.split()[0], "time": time.time(), "cleaned": self.cleaned,
+            **host_facts(self.role, self.iface)})
 
-    def put(self, args: dict[str, Any]) -> dict[str, Any]:
-        p = self.path(str(args["path"]))
+    def put(self, args: PutArgs) -> Stat:
+        p = self.path(args.path)
         part = p.with_name(p.name + ".part")
         p.parent.mkdir(parents=True, exist_ok=True)
-        offset = int(args["offset"])
-        with open(part, "r+b" if offset else "wb") as fh:
-            fh.truncate(offset)
-            fh.seek(offset)
-            fh.write(base64.b64decode(str(args["data"])))
-        if args.get("final"):
-            got = file_info(part, str(args["path"]))
-            if got.sha256 != args.get("sha256"):
+        with open(part, "r+b" if args.offset else "wb") as fh:
+            fh.truncate(args.offset)
+            fh.seek(args.offset)
+            fh.write(base64.b64decode(args.data))
+        if args.final:
+            got = file_info(part, args.path)
+            if got.sha256 != args.sha256:
                 part.unlink(missing_ok=True)
-                raise InputError(f"upload of {args['path']} arrived corrupt (sha256 {got.sha256[:16]}…).",
+                raise InputError(f"upload of {args.path} arrived corrupt (sha256 {got.sha256[:16]}…).",
                                  fix="retry; check the host's disk.")
             os.replace(part, p)
-            return got.model_dump()
-        return {}
+            return Stat(file=got)
+        return Stat()
 
-    def get(self, args: dict[str, Any]) -> dict[str, Any]:
-        p = self.path(str(args["path"]))
-        offset, length = int(args["offset"]), int(args["length"])
+    def get(self, args: GetArgs) -> Chunk:
+        p = self.path(args.path)
         with open(p, "rb") as fh:
-            fh.seek(offset)
-            data = fh.read(length)
-        return {"data": base64.b64encode(data).decode(), "eof": offset + len(data) >= p.stat().st_size}
+            fh.seek(args.offset)
+            data = fh.read(args.length)
+        return Chunk(data=base64.b64encode(data).decode(), eof=args.offset + len(data) >= p.stat().st_size)
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -238,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     removed, failures = cleanup_stale(agent.state_dir)  # what a killed agent left behind
     agent.cleaned = removed + failures
     code = 0
-    channel.send({"ready": True, "protocol": PROTOCOL})  # the controller sends nothing before this
+    channel.send(Ready(ready=True, protocol=PROTOCOL))  # the controller sends nothing before this
     try:
         agent.serve()
     except KeyboardInterrupt:

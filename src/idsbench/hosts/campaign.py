@@ -15,10 +15,10 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from idsbench import settings
 from idsbench.errors import EnvironmentMissing, IdsbenchError, SpecError
@@ -29,6 +29,7 @@ from idsbench.hosts.inventory import HostEntry, Inventory, Pair, load_inventory
 from idsbench.hosts.link import HostLink
 from idsbench.hosts.pairrun import PairRunner, SampleResult
 from idsbench.hosts.prepare import CampaignUploads, check_hello, store_probe
+from idsbench.hosts.protocol import Empty, Hello
 from idsbench.plan import Case, plan
 from idsbench.run.campaign import CampaignResult, disk_error, signals_as_interrupt
 from idsbench.run.preflight import check_resume, resolve_traces
@@ -37,7 +38,7 @@ from idsbench.spec import Spec
 from idsbench.store import atomic
 from idsbench.store.environment import fingerprint
 from idsbench.store.layout import CampaignDir
-from idsbench.store.schema import CampaignDoc, PlannedCase
+from idsbench.store.schema import CampaignDoc, PlannedCase, TraceRecord
 from idsbench.teardown import TeardownStack
 
 SUPPORTED_SETUPS = ("baremetal",)
@@ -81,7 +82,7 @@ def run_on_hosts(spec: Spec, out_dir: Path, *, resume: bool = False, progress: P
     known = known_hosts_file(spec, inv)
     hostkeys.require_known([h for p in pairs for h in (p.sender, p.sensor)], known)
     layout = CampaignDir(out_dir)
-    spec_doc = spec.model_dump(mode="json")
+    spec_doc: dict[str, object] = spec.model_dump(mode="json")
     check_resume(layout, out_dir, spec_doc, resume)
     cache = cache_dir or settings.cache_dir()
     traces = resolve_traces(spec, cache)
@@ -129,7 +130,8 @@ def run_hosts_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progr
     return CampaignResult(out_dir, done.ran, done.skipped, done.failed, done.warnings)
 
 
-def _runner(pair: Pair, layout: CampaignDir, spec: Spec, traces: Any, stack: TeardownStack, uploads: CampaignUploads,
+def _runner(pair: Pair, layout: CampaignDir, spec: Spec, traces: dict[str, TraceRecord], stack: TeardownStack,
+            uploads: CampaignUploads,
             known: Path, become_password: str | None, cases: list[Case], assignment: dict[str, Pair]) -> PairRunner:
     mine = tuple(c.case_id for c in cases if assignment[c.case_id].name == pair.name)
 
@@ -148,24 +150,24 @@ def _runner(pair: Pair, layout: CampaignDir, spec: Spec, traces: Any, stack: Tea
 
 
 def _prepare(runners: dict[str, PairRunner], layout: CampaignDir,
-             resume: bool) -> tuple[dict[str, dict[str, Any]], list[str]]:
+             resume: bool) -> tuple[dict[str, Hello], list[str]]:
     """Connect every pair in parallel (and test the sensor config there); one error names them all."""
     warnings: list[str] = []
 
-    def one(runner: PairRunner) -> dict[str, dict[str, Any]]:
+    def one(runner: PairRunner) -> dict[str, Hello]:
         runner.connect()
-        runner.links["sensor"].call("config_test", {}, timeout=900)
+        runner.links["sensor"].call("config_test", Empty(), Empty, timeout=900)
         out = {}
         for role, link in runner.links.items():
             host = runner.pair.sensor if role == "sensor" else runner.pair.sender
             changed = store_probe(link, host, layout, resume)
             if changed:
                 warnings.append(changed)
-            out[host.name] = dict(link.hello)
+            out[host.name] = link.hello
         return out
 
     errors: list[str] = []
-    hellos: dict[str, dict[str, Any]] = {}
+    hellos: dict[str, Hello] = {}
     with ThreadPoolExecutor(max_workers=len(runners)) as pool:
         futures = {name: pool.submit(one, r) for name, r in runners.items()}
         for name, fut in futures.items():
@@ -177,7 +179,7 @@ def _prepare(runners: dict[str, PairRunner], layout: CampaignDir,
         raise EnvironmentMissing("The hosts are not ready, nothing was run. " + " | ".join(errors),
                                  fix="`idsbench hosts check --inventory FILE` shows what each host lacks; "
                                      "`idsbench hosts provision --inventory FILE` installs it.")
-    sensors = {h: d.get("suricata") for h, d in hellos.items() if d.get("role") == "sensor"}
+    sensors = {h: d.suricata for h, d in hellos.items() if d.role == "sensor"}
     if len(set(sensors.values())) > 1:
         raise EnvironmentMissing(f"The sensor hosts run different Suricata versions ({sensors}): their results are "
                                  "not comparable.", fix="install the same version on every sensor host.")
@@ -231,9 +233,9 @@ def _run_pairs(runners: dict[str, PairRunner], cases: list[Case], assignment: di
         raise crashed[0]
 
 
-def _locked(lock: threading.Lock, fn: Any, *args: Any) -> None:
+def _locked(lock: threading.Lock, fn: Callable[[str], None], text: str) -> None:
     with lock:
-        fn(*args)
+        fn(text)
 
 
 def _record(outcome: SampleResult, progress: Progress, result: HostsResult) -> None:
@@ -244,15 +246,15 @@ def _record(outcome: SampleResult, progress: Progress, result: HostsResult) -> N
     result.warnings.extend(f"{outcome.sample_id}: {w}" for w in outcome.warnings)
 
 
-def _campaign_doc(spec_doc: dict[str, Any], cases: list[Case], traces: Any, pairs: list[Pair],
-                  hellos: dict[str, dict[str, Any]], uploads: CampaignUploads,
-                  assignment: dict[str, Pair]) -> CampaignDoc:
+def _campaign_doc(spec_doc: dict[str, object], cases: list[Case], traces: dict[str, TraceRecord], pairs: list[Pair],
+                  hellos: dict[str, Hello], uploads: CampaignUploads, assignment: dict[str, Pair]) -> CampaignDoc:
     env: dict[str, object] = {**fingerprint(), "controller": True}
-    sensor_engines = uploads.engines_seen
-    first: dict[str, Any] = next(iter(sensor_engines.values()), {})
+    sensor_engines = {h: {name: info.model_dump(mode="json") for name, info in engines.items()}
+                      for h, engines in uploads.engines_seen.items()}
+    first = next(iter(uploads.engines_seen.values()), {})
     for name, info in first.items():
-        env[name] = info.get("build_info", {"version": info.get("version")})
-    env["hosts"] = {h: {k: v for k, v in d.items() if k not in ("time", "cleaned", "pid")} for h, d in hellos.items()}
+        env[name] = info.build_info
+    env["hosts"] = {h: d.environment() for h, d in hellos.items()}
     env["pairs"] = {p.name: p.label for p in pairs}
     return CampaignDoc(
         created_unix=time.time(), spec=spec_doc, environment=env,

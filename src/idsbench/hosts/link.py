@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import os
 import queue
 import re
@@ -24,19 +23,41 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TypeVar
+
+from pydantic import BaseModel
 
 from idsbench.errors import EnvironmentMissing, IdsbenchError
 from idsbench.hosts import protocol
 from idsbench.hosts.inventory import HostEntry
-from idsbench.hosts.protocol import CHUNK, FileInfo, HostLost
+from idsbench.hosts.protocol import (
+    CHUNK,
+    Chunk,
+    ClockReading,
+    Empty,
+    ErrorDoc,
+    Event,
+    FileInfo,
+    GetArgs,
+    Hello,
+    HostLost,
+    Line,
+    PutArgs,
+    Ready,
+    Reply,
+    Request,
+    Response,
+    Stat,
+    Upcall,
+)
 from idsbench.hosts.ssh import agent_argv, ssh_argv
 from idsbench.proc import ProcessResource, require_program, terminate
 from idsbench.procinfo import process_starttime
 from idsbench.teardown import TeardownStack
 
-Upcall = Callable[[str, dict[str, Any]], dict[str, Any]]
-Event = Callable[[dict[str, Any]], None]
+M = TypeVar("M", bound=BaseModel)
+UpcallHandler = Callable[[Upcall], BaseModel]   # answers the agent's upcalls during a request
+EventHandler = Callable[[Event], None]
 OPEN_TIMEOUT_S = 60.0
 READY_TIMEOUT_S = 30.0  # ssh login + sudo + the agent's imports
 CALL_TIMEOUT_S = 120.0
@@ -49,7 +70,7 @@ class HostLink:
         self.host, self.known_hosts, self.stack, self.log_path = host, known_hosts, stack, log_path
         self.become_password = become_password
         self.transport = list(transport) if transport is not None else None  # tests: the agent without ssh
-        self.hello: dict[str, Any] = {}
+        self.hello = Hello()
         self._popen: subprocess.Popen[bytes] | None = None
         self._token: int | None = None
         self._lines: queue.Queue[object] = queue.Queue()
@@ -89,13 +110,13 @@ class HostLink:
                 raise HostLost(self.host.name, f"{exc.detail}; did sudo accept the become password?",
                                fix="check the password (--ask-become-pass) and that the user may sudo there.") from exc
             raise
-        if not ready.get("ready"):
+        if not isinstance(ready, Ready) or not ready.ready:
             raise HostLost(self.host.name, f"the agent did not start properly: {str(ready)[:200]}")
-        if ready.get("protocol") != protocol.PROTOCOL:
+        if ready.protocol != protocol.PROTOCOL:
             raise EnvironmentMissing(
-                f"host {self.host.name} runs another idsbench build (agent protocol {ready.get('protocol')}, "
+                f"host {self.host.name} runs another idsbench build (agent protocol {ready.protocol}, "
                 f"the controller's {protocol.PROTOCOL}).", fix=PROVISION_FIX)
-        self.hello = self.call("hello", {}, timeout=OPEN_TIMEOUT_S)
+        self.hello = self.call("hello", Empty(), Hello, timeout=OPEN_TIMEOUT_S)
         return self
 
     @property
@@ -108,7 +129,7 @@ class HostLink:
             return
         if popen.poll() is None:
             try:
-                self.call("bye", {}, timeout=timeout_s)
+                self.call("bye", Empty(), Empty, timeout=timeout_s)
             except IdsbenchError:
                 pass
             try:
@@ -134,34 +155,32 @@ class HostLink:
         self._popen = None
 
     # --- requests ---------------------------------------------------------------------------
-    def call(self, op: str, args: dict[str, Any], *, upcall: Upcall | None = None, event: Event | None = None,
-             timeout: float | None = CALL_TIMEOUT_S) -> dict[str, Any]:
-        """Send one request; answer upcalls until its result arrives. `timeout` bounds the wait for
-        each message (None: wait as long as the connection lives)."""
+    def call(self, op: str, args: BaseModel, reply: type[M], *, upcall: UpcallHandler | None = None,
+             event: EventHandler | None = None, timeout: float | None = CALL_TIMEOUT_S) -> M:
+        """Send one request; answer upcalls until its result arrives, as `reply` (the agent's error
+        raised as the same idsbench error, naming the host). `timeout` bounds the wait for each
+        message (None: wait as long as the connection lives)."""
         self._next += 1
         ident = self._next
-        self._send({"id": ident, "op": op, "args": args})
+        self._send(Request(id=ident, op=op, args=protocol.dump(args)))
         while True:
             msg = self._recv(timeout, op)
-            if "upcall" in msg:
+            if isinstance(msg, Upcall):
                 self._answer(msg, upcall)
-            elif "event" in msg:
+            elif isinstance(msg, Event):
                 if event is not None:
                     event(msg)
-            elif msg.get("id") == ident:
-                if msg.get("ok"):
-                    return dict(msg.get("result") or {})
-                protocol.raise_error(dict(msg.get("error") or {}), self.host.name)
+            elif isinstance(msg, Response) and msg.id == ident:
+                return msg.result_as(reply, self.host.name)
 
-    def _answer(self, msg: dict[str, Any], upcall: Upcall | None) -> None:
-        reply: dict[str, Any] = {"reply": msg["upcall"]}
+    def _answer(self, msg: Upcall, upcall: UpcallHandler | None) -> None:
         try:
             if upcall is None:
-                raise IdsbenchError(f"unexpected upcall {msg.get('op')!r}")
-            reply.update(ok=True, result=upcall(str(msg.get("op")), dict(msg.get("args") or {})))
+                raise IdsbenchError(f"unexpected upcall {msg.op!r}")
+            answer = Reply(reply=msg.upcall, ok=True, result=protocol.dump(upcall(msg)))
         except IdsbenchError as exc:
-            reply.update(ok=False, error=protocol.error_doc(exc))
-        self._send(reply)
+            answer = Reply(reply=msg.upcall, ok=False, error=ErrorDoc.of(exc))
+        self._send(answer)
 
     # --- files ------------------------------------------------------------------------------
     def put(self, local: Path, remote: str) -> FileInfo:
@@ -173,8 +192,8 @@ class HostLink:
                 data = fh.read(CHUNK)
                 h.update(data)
                 final = len(data) < CHUNK
-                self.call("put", {"path": remote, "offset": size, "data": base64.b64encode(data).decode(),
-                                  "final": final, "sha256": h.hexdigest() if final else None})
+                self.call("put", PutArgs(path=remote, offset=size, data=base64.b64encode(data).decode(), final=final,
+                                         sha256=h.hexdigest() if final else None), Stat)
                 size += len(data)
                 if final:
                     break
@@ -188,12 +207,12 @@ class HostLink:
         with open(tmp, "wb") as fh:
             offset = 0
             while True:
-                got = self.call("get", {"path": remote, "offset": offset, "length": CHUNK})
-                data = base64.b64decode(got["data"])
+                got = self.call("get", GetArgs(path=remote, offset=offset, length=CHUNK), Chunk)
+                data = base64.b64decode(got.data)
                 fh.write(data)
                 h.update(data)
                 offset += len(data)
-                if got.get("eof"):
+                if got.eof:
                     break
         if h.hexdigest() != info.sha256 or offset != info.size:
             tmp.unlink(missing_ok=True)
@@ -203,7 +222,7 @@ class HostLink:
         os.replace(tmp, local)
 
     # --- plumbing ---------------------------------------------------------------------------
-    def _send(self, msg: dict[str, Any]) -> None:
+    def _send(self, msg: BaseModel) -> None:
         self._write(protocol.encode(msg))
 
     def _write(self, data: bytes) -> None:
@@ -223,7 +242,7 @@ class HostLink:
             self._lines.put(line)
         self._lines.put(_EOF)
 
-    def _recv(self, timeout: float | None, op: str) -> dict[str, Any]:
+    def _recv(self, timeout: float | None, op: str) -> Line:
         try:
             item = self._lines.get(timeout=timeout)
         except queue.Empty as exc:
@@ -239,7 +258,7 @@ class HostLink:
             raise HostLost(self.host.name, f"the connection ended during {op!r}; {self._last_words()}")
         assert isinstance(item, bytes)
         try:
-            return dict(json.loads(item))
+            return protocol.decode(item)
         except ValueError as exc:
             raise HostLost(self.host.name, f"the agent wrote {item[:200]!r}, not a protocol line") from exc
 
@@ -296,7 +315,7 @@ def measure_offset(link: HostLink, rounds: int = 5) -> tuple[float, float]:
     best: tuple[float, float] | None = None
     for _ in range(rounds):
         t0 = time.time()
-        t_host = float(link.call("clock", {})["t"])
+        t_host = link.call("clock", Empty(), ClockReading).t
         t1 = time.time()
         half = (t1 - t0) / 2
         if best is None or half < best[1]:

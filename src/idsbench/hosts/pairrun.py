@@ -16,12 +16,26 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from pydantic import BaseModel
 
 from idsbench.errors import EnvironmentMissing, IdsbenchError
 from idsbench.hosts.inventory import HostEntry, Pair
 from idsbench.hosts.link import HostLink, measure_offset
-from idsbench.hosts.protocol import FileInfo, HostLost
+from idsbench.hosts.protocol import (
+    Empty,
+    FileInfo,
+    HostLost,
+    NicArgs,
+    NicCounters,
+    PathArgs,
+    ReplayArgs,
+    ReplayDone,
+    Replayed,
+    SampleArgs,
+    SampleDone,
+    Upcall,
+)
 from idsbench.plan import Case
 from idsbench.store import atomic
 from idsbench.store.layout import HOSTS_FILE, SUMMARY_FILE, CampaignDir
@@ -90,7 +104,7 @@ class PairRunner:
         for link in self.links.values():
             if link.alive:
                 try:
-                    link.call("remove", {"path": "runs"}, timeout=30)
+                    link.call("remove", PathArgs(path="runs"), Empty, timeout=30)
                 except IdsbenchError:
                     pass
             link.close()
@@ -116,49 +130,45 @@ class PairRunner:
         sensor, sender = self.links["sensor"], self.links["sender"]
         clocks = {"sensor": Clock(*measure_offset(sensor)), "sender": Clock(*measure_offset(sender))}
         shift = clocks["sensor"].offset_s - clocks["sender"].offset_s   # sender clock → sensor clock
-        sender_result: dict[str, Any] = {}
+        replayed: list[ReplayDone] = []
         sender_lost: list[HostLost] = []
 
-        def upcall(op: str, args: dict[str, Any]) -> dict[str, Any]:
+        def upcall(msg: Upcall) -> BaseModel:
             try:
-                if op == "nic":
-                    return sender.call("nic", {})
-                if op == "replay":
-                    got = sender.call("replay", args, timeout=float(args["timeout_s"]) + SAMPLE_MARGIN_S)
-                    sender_result.update(got)
-                    record = dict(got["record"])
-                    record["start_unix"] = float(record["start_unix"]) + shift
-                    record["end_unix"] = float(record["end_unix"]) + shift
-                    return {"record": record, "facts": got["facts"]}
+                if msg.op == "nic":
+                    return sender.call("nic", msg.args_as(NicArgs), NicCounters)
+                if msg.op == "replay":
+                    args = msg.args_as(ReplayArgs)
+                    got = sender.call("replay", args, ReplayDone, timeout=args.timeout_s + SAMPLE_MARGIN_S)
+                    replayed.append(got)
+                    # the sample's times are the sensor host's: the sender's record moves onto its clock
+                    return Replayed(record=got.record, facts=got.facts).shifted(shift)
             except HostLost as exc:
                 sender_lost.append(exc)
                 raise
-            raise IdsbenchError(f"unknown upcall {op!r}")
+            raise IdsbenchError(f"unknown upcall {msg.op!r}")
 
-        got = sensor.call("sample", {"case_id": case.case_id, "index": index}, upcall=upcall,
-                          event=lambda m: self.on_phase(str(m.get("name"))), timeout=timeout_s + SAMPLE_MARGIN_S)
+        got = sensor.call("sample", SampleArgs(case_id=case.case_id, index=index), SampleDone, upcall=upcall,
+                          event=lambda e: self.on_phase(e.name), timeout=timeout_s + SAMPLE_MARGIN_S)
         if sender_lost:
             self.lost = sender_lost[0]
-        checksums = self._fetch(sensor, str(got["dir"]), got["files"], sample_dir, skip={SUMMARY_FILE})
-        if sender_result and not sender_lost:
-            checksums.update(self._fetch(sender, str(sender_result["dir"]), sender_result["files"], sample_dir))
-        for link, remote in ((sensor, got["dir"]), (sender, sender_result.get("dir"))):
+        checksums = self._fetch(sensor, got.dir, got.files, sample_dir, skip={SUMMARY_FILE})
+        if replayed and not sender_lost:
+            checksums.update(self._fetch(sender, replayed[0].dir, replayed[0].files, sample_dir))
+        for link, remote in ((sensor, got.dir), (sender, replayed[0].dir if replayed else None)):
             if remote and link.alive:
-                link.call("remove", {"path": remote})
-        summary = SampleSummary.model_validate(got["summary"])
-        update: dict[str, Any] = {"pair": self.pair.label}
+                link.call("remove", PathArgs(path=remote), Empty)
+        summary = got.summary.model_copy(update={"pair": self.pair.label})
         if sender_lost:
-            update.update(status="failed", reason=str(sender_lost[0]))
-        summary = summary.model_copy(update=update)
+            summary = summary.model_copy(update={"status": "failed", "reason": str(sender_lost[0])})
         self._write_hosts(sample_dir, clocks, checksums, started)
         atomic.write_json(sample_dir / SUMMARY_FILE, summary.to_json())
-        return SampleResult(f"{case.case_id}/s{index}", summary.status, summary.reason, list(got.get("warnings") or []))
+        return SampleResult(f"{case.case_id}/s{index}", summary.status, summary.reason, list(got.warnings))
 
-    def _fetch(self, link: HostLink, remote_dir: str, files: list[dict[str, Any]], dest: Path,
+    def _fetch(self, link: HostLink, remote_dir: str, files: list[FileInfo], dest: Path,
                skip: set[str] | None = None) -> dict[str, str]:
         out = {}
-        for doc in files:
-            info = FileInfo.model_validate(doc)
+        for info in files:
             if skip and info.name in skip:
                 continue
             link.get(f"{remote_dir}/{info.name}", dest / info.name, info)

@@ -6,15 +6,23 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import Any
 
 from idsbench.errors import EnvironmentMissing, InputError, SpecError
 from idsbench.hosts.assign import hardware
 from idsbench.hosts.inventory import HostEntry, Pair
 from idsbench.hosts.link import HostLink
-from idsbench.hosts.protocol import RemoteCampaign
+from idsbench.hosts.protocol import (
+    Empty,
+    EngineInfo,
+    Hello,
+    PathArgs,
+    ProbeResult,
+    RemoteCampaign,
+    SenderOpened,
+    SensorOpened,
+    Stat,
+)
 from idsbench.plan import Case
-from idsbench.probe.model import HostProbe
 from idsbench.sensors.rulesets import rule_files
 from idsbench.spec import Spec
 from idsbench.store.environment import sha256_file
@@ -25,24 +33,23 @@ from idsbench.store.schema import TraceRecord
 PROVISION_FIX = "install it with `idsbench hosts provision --inventory FILE` (or SPEC), then retry."
 
 
-def check_hello(host: HostEntry, hello: dict[str, Any], local_digest: str) -> None:
+def check_hello(host: HostEntry, hello: Hello, local_digest: str) -> None:
     """EnvironmentMissing listing everything the host lacks for its role (nothing is run)."""
     problems = []
-    if hello.get("digest") != local_digest:
-        problems.append(f"it runs idsbench build {hello.get('digest')} (version {hello.get('version')}), the controller "
+    if hello.digest != local_digest:
+        problems.append(f"it runs idsbench build {hello.digest} (version {hello.version}), the controller "
                         f"{local_digest}: results must come from the same code")
-    if hello.get("uid") != 0:
-        problems.append(f"the agent runs as uid {hello.get('uid')}, not root (namespaces, cgroups, AF_PACKET need root)")
-    if host.role == "sensor" and not hello.get("suricata"):
+    if hello.uid != 0:
+        problems.append(f"the agent runs as uid {hello.uid}, not root (namespaces, cgroups, AF_PACKET need root)")
+    if host.role == "sensor" and not hello.suricata:
         problems.append("Suricata is not installed")
-    if host.role == "sender" and not hello.get("tcpreplay"):
+    if host.role == "sender" and not hello.tcpreplay:
         problems.append("tcpreplay is not installed")
-    iface = hello.get("interface") or {}
-    if host.interface and not iface.get("exists"):
+    if host.interface and not hello.interface.exists:
         problems.append(f"its interface {host.interface} does not exist")
     if problems:
         fix = PROVISION_FIX
-        if hello.get("uid") != 0:
+        if hello.uid != 0:
             fix = "log in as root, or set `ansible_become: true` (sudo) for it; " + fix
         raise EnvironmentMissing(f"host {host.name} ({host.role}) is not ready: " + "; ".join(problems) + ".", fix=fix)
 
@@ -76,14 +83,13 @@ class CampaignUploads:
             if not local.is_file():
                 raise InputError(f"sensor.config {local} does not exist.", fix="give the path of a config overlay file.")
             self.overlay = (local, f"runs/{key}/overlay/{local.name}")
-        self.engines_seen: dict[str, Any] = {}
+        self.engines_seen: dict[str, dict[str, EngineInfo]] = {}  # sensor host -> its engines
         self._lock = threading.Lock()
 
     def remote_campaign(self, traces: dict[str, TraceRecord], pair: Pair, host: HostEntry,
                         case_ids: tuple[str, ...]) -> RemoteCampaign:
         peer = pair.sender if host.role == "sensor" else pair.sensor
-        return RemoteCampaign(key=self.key, spec=self.spec.model_dump(mode="json"),
-                              traces={r: t.model_dump(mode="json") for r, t in traces.items()},
+        return RemoteCampaign(key=self.key, spec=self.spec.model_dump(mode="json"), traces=traces,
                               rules=tuple(self.rule_refs) if host.role == "sensor" else (),
                               config_overlay=self.overlay[1] if self.overlay and host.role == "sensor" else None,
                               name_prefix=self.name_prefix, cases=case_ids, peer_interface=peer.interface)
@@ -92,26 +98,27 @@ class CampaignUploads:
         if host.role == "sensor":
             for local, remote in self.rule_files + ([self.overlay] if self.overlay else []):
                 link.put(local, remote)
-            got = link.call("open_campaign", self.remote_campaign(self.traces, pair, host, case_ids).model_dump(),
+            got = link.call("open_campaign", self.remote_campaign(self.traces, pair, host, case_ids), SensorOpened,
                             timeout=300)
             with self._lock:
-                self.engines_seen[host.name] = got.get("engines", {})
+                self.engines_seen[host.name] = got.engines
             return
         needed = {self.trace_of[c] for c in case_ids}
         on_host = {}
         for ref in sorted(needed):
             t = self.traces[ref]
             remote = f"traces/{t.sha256}/{Path(t.path).name}"
-            if link.call("stat", {"path": remote}).get("sha256") != t.sha256:
+            stat = link.call("stat", PathArgs(path=remote), Stat)
+            if stat.file is None or stat.file.sha256 != t.sha256:
                 link.put(Path(t.path), remote)
             on_host[ref] = t.model_copy(update={"path": remote})
-        link.call("open_campaign", self.remote_campaign(on_host, pair, host, case_ids).model_dump(), timeout=1800)
+        link.call("open_campaign", self.remote_campaign(on_host, pair, host, case_ids), SenderOpened, timeout=1800)
 
 
 def store_probe(link: HostLink, host: HostEntry, layout: CampaignDir, resume: bool) -> str | None:
     """The host's probe in the campaign (the first probe of the host in this campaign is kept); a
     warning when the host's hardware changed since."""
-    probe = HostProbe.model_validate(link.call("probe", {}, timeout=300)["probe"])
+    probe = link.call("probe", Empty(), ProbeResult, timeout=300).probe
     path = host_probe_file(layout, host.name)
     if path.exists():
         before = read_host_probe(layout, host.name)

@@ -12,20 +12,17 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Any
 
 from idsbench import native
 from idsbench.errors import EnvironmentMissing, IdsbenchError
-from idsbench.hosts.protocol import AgentChannel, AgentEnv, RemoteCampaign, list_files
+from idsbench.hosts.protocol import AgentChannel, AgentEnv, RemoteCampaign, ReplayArgs, ReplayDone, Request, SenderOpened, list_files
 from idsbench.monitor import HostCpu, HostMemory, NetDevSource, Sampler, Softnet, Source
 from idsbench.plan import plan
 from idsbench.proc import Supervisor
 from idsbench.run.context import CampaignContext
 from idsbench.run.replay import ReplayPlan, TrafficSender
 from idsbench.run.session import real_sender_group
-from idsbench.spec import spec_from_dict
 from idsbench.store.layout import CampaignDir
-from idsbench.store.schema import TraceRecord
 from idsbench.teardown import TeardownStack
 from idsbench.traffic import native_replay
 
@@ -33,18 +30,15 @@ SENDER_MONITOR_FILE = "sender-monitor.csv"
 
 
 class SenderSide:
-    def __init__(self, agent: AgentEnv, args: dict[str, Any]):
-        rc = RemoteCampaign.model_validate(args)
+    def __init__(self, agent: AgentEnv, rc: RemoteCampaign):
         if not agent.iface or not os.path.exists(f"/sys/class/net/{agent.iface}"):
             raise EnvironmentMissing(f"the transmit interface {agent.iface!r} does not exist on sender host {agent.name}.",
                                      fix="set idsbench_transmit_interface to an interface of the sender host.")
         self.agent, self.iface = agent, agent.iface
-        self.spec = spec_from_dict(rc.spec, source="the controller's spec")
+        self.spec = rc.load_spec()
         self.cases = {c.case_id: c for c in plan(self.spec)}
-        traces = {}
-        for ref, doc in rc.traces.items():
-            record = TraceRecord.model_validate(doc)
-            traces[ref] = record.model_copy(update={"path": str(agent.path(record.path))})
+        traces = {ref: record.model_copy(update={"path": str(agent.path(record.path))})
+                  for ref, record in rc.traces.items()}
         self.run_dir = agent.path(f"runs/{rc.key}")
         self.ctx = CampaignContext(spec=self.spec, layout=CampaignDir(self.run_dir), state_dir=agent.state_dir,
                                    cache_dir=agent.cache_dir, engines={}, engine_versions={}, options={},
@@ -54,14 +48,15 @@ class SenderSide:
             copies += len(set(self.ctx.replay_paths(self.cases[case_id])))
         if any(self.cases[c].sender == native_replay.SENDER_NAME for c in rc.cases):
             native.program(native_replay.PROGRAM)  # built by provisioning; else now (EnvironmentMissing without cc)
-        self.result = {"copies": copies}
+        self.opened = SenderOpened(copies=copies)
 
-    def dispatch(self, op: str, args: dict[str, Any], channel: AgentChannel) -> dict[str, Any]:
-        if op == "replay":
-            return self.replay(str(args["case_id"]), int(args["index"]), float(args["timeout_s"]))
-        raise IdsbenchError(f"a sender host does not do {op!r}")
+    def dispatch(self, request: Request, channel: AgentChannel) -> ReplayDone:
+        if request.op == "replay":
+            args = request.args_as(ReplayArgs)
+            return self.replay(args.case_id, args.index, args.timeout_s)
+        raise IdsbenchError(f"a sender host does not do {request.op!r}")
 
-    def replay(self, case_id: str, index: int, timeout_s: float) -> dict[str, Any]:
+    def replay(self, case_id: str, index: int, timeout_s: float) -> ReplayDone:
         case = self.cases[case_id]
         out_dir = self.run_dir / "sender" / case_id / f"s{index}"
         shutil.rmtree(out_dir, ignore_errors=True)
@@ -82,10 +77,8 @@ class SenderSide:
                 monitor.sample_now()
             finally:
                 monitor.stop()
-        return {"record": outcome.record.model_dump(mode="json"),
-                "facts": [f.to_json() for f in outcome.facts],
-                "dir": out_dir.relative_to(self.agent.workdir).as_posix(),
-                "files": [f.model_dump() for f in list_files(out_dir)]}
+        return ReplayDone(record=outcome.record, facts=tuple(outcome.facts),
+                          dir=out_dir.relative_to(self.agent.workdir).as_posix(), files=list_files(out_dir))
 
     def close(self) -> None:
         return None

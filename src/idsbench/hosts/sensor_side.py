@@ -19,10 +19,24 @@ import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from idsbench.errors import EnvironmentMissing, IdsbenchError, SpecError
-from idsbench.hosts.protocol import AgentChannel, AgentEnv, RemoteCampaign, list_files
+from idsbench.hosts.protocol import (
+    AgentChannel,
+    AgentEnv,
+    Empty,
+    EngineInfo,
+    NicArgs,
+    NicCounters,
+    RemoteCampaign,
+    ReplayArgs,
+    Replayed,
+    Request,
+    SampleArgs,
+    SampleDone,
+    SensorOpened,
+    list_files,
+)
 from idsbench.monitor import Sampler, Source, standard_sources
 from idsbench.monitor.netdev import IfCounters
 from idsbench.monitor.sensor import CgroupStats
@@ -34,12 +48,9 @@ from idsbench.run.preflight import sensor_options
 from idsbench.run.replay import ReplayOutcome, ReplayPlan
 from idsbench.run.sample import SampleRun
 from idsbench.run.session import Monitor, SampleDeps, SenderGroup
-from idsbench.run.verdict import ReplayerFacts
 from idsbench.sensors import registry
 from idsbench.sensors.base import SensorEngine, SensorOptions
-from idsbench.spec import spec_from_dict
 from idsbench.store.layout import CampaignDir
-from idsbench.store.schema import ReplayRecord, TraceRecord
 from idsbench.wire.netns import ETH_HEADER, WireEnds
 
 
@@ -76,11 +87,9 @@ class RemoteSender:
         self.channel, self.index = channel, index
 
     def replay(self, sup: Supervisor, plan: ReplayPlan) -> ReplayOutcome:
-        got = self.channel.upcall("replay", {"case_id": plan.case.case_id, "index": self.index,
-                                             "timeout_s": plan.timeout_s})
-        record = ReplayRecord.model_validate(got["record"])
-        facts = tuple(ReplayerFacts.from_json(f) for f in got["facts"])
-        return ReplayOutcome(record, facts)
+        got = self.channel.upcall("replay", ReplayArgs(case_id=plan.case.case_id, index=self.index,
+                                                       timeout_s=plan.timeout_s), Replayed)
+        return ReplayOutcome(got.record, got.facts)
 
 
 class RemoteSensorContext(CampaignContext):
@@ -91,17 +100,16 @@ class RemoteSensorContext(CampaignContext):
 
 
 class SensorSide:
-    def __init__(self, agent: AgentEnv, args: dict[str, Any]):
-        rc = RemoteCampaign.model_validate(args)
+    def __init__(self, agent: AgentEnv, rc: RemoteCampaign):
         if not agent.iface:
             raise EnvironmentMissing(f"sensor host {agent.name} has no capture interface.",
                                      fix="set idsbench_capture_interface in the inventory.")
         self.agent, self.iface, self.peer = agent, agent.iface, rc.peer_interface or "peer"
-        self.spec = spec_from_dict(rc.spec, source="the controller's spec")
+        self.spec = rc.load_spec()
         self.cases = {c.case_id: c for c in plan(self.spec)}
         engines: dict[str, SensorEngine] = {}
         options: dict[str, SensorOptions] = {}
-        info: dict[str, Any] = {}
+        info: dict[str, EngineInfo] = {}
         refs = [r if r.startswith("builtin:") else str(agent.path(r)) for r in rc.rules]
         overlay = agent.path(rc.config_overlay) if rc.config_overlay else None
         for name in self.spec.sensor.engine:
@@ -109,26 +117,27 @@ class SensorSide:
             engine.require()
             engines[name] = engine
             options[name] = dataclasses.replace(sensor_options(self.spec, engine, refs), config_overlay=overlay)
-            info[name] = {"version": engine.version(), "build_info": engine.build_info(),
-                          "rules": [str(p) for p in options[name].rules]}
-        traces = {ref: TraceRecord.model_validate(t) for ref, t in rc.traces.items()}
+            info[name] = EngineInfo.model_validate({"version": engine.version(), "build_info": engine.build_info(),
+                                                    "rules": [str(p) for p in options[name].rules]})
+        traces = dict(rc.traces)
         self.ctx = RemoteSensorContext(
             spec=self.spec, layout=CampaignDir(agent.path(f"runs/{rc.key}")), state_dir=agent.state_dir,
-            cache_dir=agent.cache_dir, engines=engines, engine_versions={n: i["version"] for n, i in info.items()},
+            cache_dir=agent.cache_dir, engines=engines, engine_versions={n: i.version for n, i in info.items()},
             options=options, traces=traces, name_prefix=rc.name_prefix)
-        self.result = {"engines": info}
+        self.opened = SensorOpened(engines=info)
 
-    def dispatch(self, op: str, args: dict[str, Any], channel: AgentChannel) -> dict[str, Any]:
-        if op == "config_test":
+    def dispatch(self, request: Request, channel: AgentChannel) -> Empty | SampleDone:
+        if request.op == "config_test":
             for name, engine in self.ctx.engines.items():
                 with tempfile.TemporaryDirectory(prefix="idsbench-check-", dir=self.agent.workdir) as tmp:
                     engine.config_test(self.ctx.options[name], Path(tmp))
-            return {}
-        if op == "sample":
-            return self.sample(str(args["case_id"]), int(args["index"]), channel)
-        raise IdsbenchError(f"a sensor host does not do {op!r}")
+            return Empty()
+        if request.op == "sample":
+            args = request.args_as(SampleArgs)
+            return self.sample(args.case_id, args.index, channel)
+        raise IdsbenchError(f"a sensor host does not do {request.op!r}")
 
-    def sample(self, case_id: str, index: int, channel: AgentChannel) -> dict[str, Any]:
+    def sample(self, case_id: str, index: int, channel: AgentChannel) -> SampleDone:
         case = self.cases[case_id]
         # An untagged frame of the trace's largest size must fit the NIC (a real NIC is not resized).
         needed = self.ctx.traces[case.trace].max_frame - ETH_HEADER
@@ -143,8 +152,8 @@ class SensorSide:
             return Sampler(out_csv, interval_s, standard_sources(stats, netdevs) + list(extra))
 
         def snapshot(wire: WireEnds) -> WireSnapshot:
-            sender = channel.upcall("nic", {}).get("counters")
-            return WireSnapshot(IfCounters(*sender) if sender else None, nic_counters(wire.sensor_if), softnet_counts())
+            sender = channel.upcall("nic", NicArgs(), NicCounters).counters
+            return WireSnapshot(sender, nic_counters(wire.sensor_if), softnet_counts())
 
         def no_impairment(*args: object, **kwargs: object) -> None:
             raise SpecError("wire impairment is emulated on this machine's veth wire only, not on hosts.",
@@ -153,11 +162,10 @@ class SensorSide:
         deps = SampleDeps(make_wire=make_wire, sender=RemoteSender(channel, index),
                           make_monitor=make_monitor, snapshot=snapshot, impair=no_impairment,
                           make_sender_group=lambda _stack, _name: SenderGroup((), None))  # replayers are remote
-        outcome = SampleRun(self.ctx, case, index, deps, phase=lambda p: channel.event("phase", name=p)).run()
+        outcome = SampleRun(self.ctx, case, index, deps, phase=channel.phase).run()
         sample_dir = self.ctx.layout.sample_dir(case_id, index)
-        return {"summary": outcome.summary.to_json(), "warnings": outcome.warnings,
-                "dir": sample_dir.relative_to(self.agent.workdir).as_posix(),
-                "files": [f.model_dump() for f in list_files(sample_dir)]}
+        return SampleDone(summary=outcome.summary, warnings=list(outcome.warnings),
+                          dir=sample_dir.relative_to(self.agent.workdir).as_posix(), files=list_files(sample_dir))
 
     def close(self) -> None:
         return None
