@@ -5,16 +5,15 @@ Needs nothing installed on the hosts but python3: `facts.py` is sent to `python3
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from idsbench import proc
 from idsbench.hosts import hostkeys
 from idsbench.hosts.digest import digest
 from idsbench.hosts.inventory import HostEntry
+from idsbench.hosts.protocol import HostFacts
 from idsbench.hosts.ssh import ssh_argv
 
 FACTS_SCRIPT = Path(__file__).with_name("facts.py")
@@ -30,7 +29,7 @@ class Item:
     fix: str = ""
 
 
-def remote_facts(host: HostEntry, known_hosts: Path) -> tuple[dict[str, Any] | None, str]:
+def remote_facts(host: HostEntry, known_hosts: Path) -> tuple[HostFacts | None, str]:
     # as the login user: the facts say themselves whether sudo works without a password
     login = host.model_copy(update={"become": "none"})
     argv = ssh_argv(login, known_hosts, ["python3", "-", host.role, host.interface or "", host.python])
@@ -38,8 +37,8 @@ def remote_facts(host: HostEntry, known_hosts: Path) -> tuple[dict[str, Any] | N
     if done.returncode != 0:
         return None, (done.stderr or done.stdout).strip()[-300:] or f"ssh exit {done.returncode}"
     try:
-        return dict(json.loads(done.stdout.strip().splitlines()[-1])), ""
-    except (ValueError, IndexError):
+        return HostFacts.model_validate_json(done.stdout.strip().splitlines()[-1]), ""
+    except (ValueError, IndexError):  # ValidationError is a ValueError
         return None, f"unexpected output {done.stdout[-200:]!r}"
 
 
@@ -62,37 +61,37 @@ def check_hosts(hosts: Sequence[HostEntry], known_hosts: Path) -> list[Item]:
             items.append(Item(h.name, "ssh login", False, why,
                               f"allow key login for {h.user} (key {h.key or 'ssh defaults'}); python3 must be installed"))
             continue
-        items.append(Item(h.name, "ssh login", True, f"{h.user}@{h.address}, python {facts.get('python3')}"))
+        items.append(Item(h.name, "ssh login", True, f"{h.user}@{h.address}, python {facts.python3}"))
         items += _role_items(h, facts, local)
     return items
 
 
-def _role_items(h: HostEntry, f: dict[str, Any], local: str) -> list[Item]:
+def _role_items(h: HostEntry, f: HostFacts, local: str) -> list[Item]:
     out = []
-    root = f.get("uid") == 0
+    root = f.uid == 0
     if root:
         out.append(Item(h.name, "root", True, "logs in as root"))
     elif h.become == "sudo":
-        quiet = bool(f.get("sudo_without_password"))
+        quiet = f.sudo_without_password
         out.append(Item(h.name, "root", True, "sudo without a password" if quiet else
                         "sudo asks for a password: pass --ask-become-pass to `hosts provision` and `run`"))
     else:
-        out.append(Item(h.name, "root", False, f"logs in as uid {f.get('uid')} and no become is set",
+        out.append(Item(h.name, "root", False, f"logs in as uid {f.uid} and no become is set",
                         "log in as root or set ansible_become: true"))
     program = "suricata" if h.role == "sensor" else "tcpreplay"
-    version = f.get(program)
+    version = f.suricata if h.role == "sensor" else f.tcpreplay
     out.append(Item(h.name, program, bool(version), version or "missing", "" if version else f"{PROVISION} installs it"))
-    tools = f.get("ip") and f.get("ethtool")
+    tools = f.ip and f.ethtool
     out.append(Item(h.name, "ip, ethtool", bool(tools), "present" if tools else "missing",
                     "" if tools else "apt-get install iproute2 ethtool"))
-    nic = f.get("interface") or {}
-    if nic.get("exists"):
-        out.append(Item(h.name, f"interface {nic.get('name')}", True,
-                        f"mtu {nic.get('mtu')}, {nic.get('operstate')}, carrier {'yes' if nic.get('carrier') else 'no'}"))
+    nic = f.interface
+    if nic.exists:
+        out.append(Item(h.name, f"interface {nic.name}", True,
+                        f"mtu {nic.mtu}, {nic.operstate}, carrier {'yes' if nic.carrier else 'no'}"))
     else:
         what = "idsbench_capture_interface" if h.role == "sensor" else "idsbench_transmit_interface"
         out.append(Item(h.name, f"interface {h.interface}", False, "does not exist", f"set {what} to a NIC of the host"))
-    installed = f.get("idsbench_digest")
+    installed = f.idsbench_digest
     if installed == local:
         out.append(Item(h.name, "idsbench", True, f"build {installed} in {h.python}"))
     else:

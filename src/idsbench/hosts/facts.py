@@ -1,7 +1,8 @@
 """What a host has for its role: programs and versions, the interface, root, idsbench's venv.
 
 Standard library only: `idsbench hosts check` sends this file to `python3 -` on hosts where
-idsbench is not installed yet; the agent's `hello` returns the same facts.
+idsbench is not installed yet; the agent's `hello` returns the same facts. The controller reads
+them as `hosts.protocol.HostFacts`.
 
     python3 - ROLE IFACE VENV_PYTHON < facts.py     prints one JSON object
 """
@@ -14,7 +15,6 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 SEARCH = os.pathsep.join([os.environ.get("PATH", "/usr/bin:/bin"), "/usr/local/sbin", "/usr/sbin", "/sbin"])
 
@@ -40,7 +40,7 @@ def _version(argv: list[str], marker: str) -> str | None:
     return None
 
 
-def interface(name: str | None) -> dict[str, Any]:
+def interface(name: str | None) -> dict[str, object]:
     if not name:
         return {"name": None, "exists": False}
     base = Path("/sys/class/net") / name
@@ -81,8 +81,8 @@ def venv_digest(python: str) -> str | None:
     return done.stdout.strip() or None if done.returncode == 0 else None
 
 
-def collect_facts(role: str, iface: str | None, venv_python: str | None = None) -> dict[str, Any]:
-    facts: dict[str, Any] = {
+def collect_facts(role: str, iface: str | None, venv_python: str | None = None) -> dict[str, object]:
+    facts: dict[str, object] = {
         "role": role, "uid": os.geteuid(), "sudo_without_password": sudo_ok(), "cpus": os.cpu_count(),
         "python3": sys.version.split()[0],
         "suricata": _version(["suricata", "-V"], "suricata") if role == "sensor" else None,
@@ -96,7 +96,7 @@ def collect_facts(role: str, iface: str | None, venv_python: str | None = None) 
     return facts
 
 
-def host_facts(role: str, iface: str | None) -> dict[str, Any]:
+def host_facts(role: str, iface: str | None) -> dict[str, object]:
     return collect_facts(role, iface)
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -116,42 +115,50 @@ def load_inventory(path: Path) -> Inventory:
     return _build(path, hostvars, groups, all_vars)
 
 
-def _walk_yaml(doc: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, set[str]]]:
+Vars = dict[str, object]  # an inventory's variables (YAML/JSON values)
+
+
+def _table(value: object) -> Vars:
+    """A YAML mapping as variables (None or anything else: empty)."""
+    return {str(k): v for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def _walk_yaml(doc: Vars) -> tuple[dict[str, Vars], dict[str, set[str]]]:
     """(host -> merged vars, group -> hosts) of a YAML inventory (group vars nearer win)."""
-    hostvars: dict[str, dict[str, Any]] = {}
+    hostvars: dict[str, Vars] = {}
     groups: dict[str, set[str]] = {}
 
-    def visit(name: str, group: dict[str, Any] | None, inherited: dict[str, Any]) -> set[str]:
-        group = group or {}
-        merged = {**inherited, **(group.get("vars") or {})}
+    def visit(name: str, group: Vars, inherited: Vars) -> set[str]:
+        merged = {**inherited, **_table(group.get("vars"))}
         members: set[str] = set()
-        for host, hvars in (group.get("hosts") or {}).items():
-            hostvars[host] = {**merged, **hostvars.get(host, {}), **(hvars or {})}
+        for host, hvars in _table(group.get("hosts")).items():
+            hostvars[host] = {**merged, **hostvars.get(host, {}), **_table(hvars)}
             members.add(host)
-        for child, sub in (group.get("children") or {}).items():
-            members |= visit(child, sub, merged)
+        for child, sub in _table(group.get("children")).items():
+            members |= visit(child, _table(sub), merged)
         groups.setdefault(name, set()).update(members)
         return members
 
-    visit("all", doc["all"], {})
-    hostvars["\0all"] = dict((doc["all"] or {}).get("vars") or {})
+    top = _table(doc["all"])
+    visit("all", top, {})
+    hostvars["\0all"] = _table(top.get("vars"))
     return hostvars, groups
 
 
-def _ansible_inventory_list(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, set[str]]]:
+def _ansible_inventory_list(path: Path) -> tuple[dict[str, Vars], dict[str, set[str]]]:
     done = proc.run(["ansible-inventory", "-i", str(path), "--list"], timeout=60, check=False)
     if done.returncode != 0:
         raise SpecError(f"{path} is not an Ansible inventory ansible-inventory can read: "
                         f"{(done.stderr or done.stdout).strip()[:400]}", fix="write it in YAML (see the README).")
-    doc = json.loads(done.stdout)
-    hostvars = dict(doc.get("_meta", {}).get("hostvars", {}))
+    doc = _table(json.loads(done.stdout))
+    hostvars = {h: _table(v) for h, v in _table(_table(doc.get("_meta")).get("hostvars")).items()}
     groups: dict[str, set[str]] = {}
 
     def members(name: str) -> set[str]:
-        entry = doc.get(name) or {}
-        found = set(entry.get("hosts") or [])
-        for child in entry.get("children") or []:
-            found |= members(child)
+        entry = _table(doc.get(name))
+        found = set(map(str, _list(entry.get("hosts"))))
+        for child in _list(entry.get("children")):
+            found |= members(str(child))
         groups[name] = found
         return found
 
@@ -159,8 +166,11 @@ def _ansible_inventory_list(path: Path) -> tuple[dict[str, dict[str, Any]], dict
     return hostvars, groups
 
 
-def _build(path: Path, hostvars: dict[str, dict[str, Any]], groups: dict[str, set[str]],
-           all_vars: dict[str, Any]) -> Inventory:
+def _list(value: object) -> list[object]:
+    return list(value) if isinstance(value, list) else []
+
+
+def _build(path: Path, hostvars: dict[str, Vars], groups: dict[str, set[str]], all_vars: Vars) -> Inventory:
     hosts = []
     for name, hvars in sorted(hostvars.items()):
         roles = [r for r in ROLES if name in groups.get(r, set())]
@@ -169,10 +179,10 @@ def _build(path: Path, hostvars: dict[str, dict[str, Any]], groups: dict[str, se
         if len(roles) > 1:
             raise SpecError(f"host {name} of {path} is in the groups {', '.join(roles)}; a host has one role.",
                             fix="use separate hosts (or names) per role.")
-        fields: dict[str, Any] = {"name": name, "role": roles[0], "address": hvars.get("ansible_host", name)}
+        fields: Vars = {"name": name, "role": roles[0], "address": hvars.get("ansible_host", name)}
         for var, field in _VAR_FIELDS.items():
             if var in hvars and var != "ansible_host":
-                fields[field] = str(hvars[var]) if field != "port" else int(hvars[var])
+                fields[field] = str(hvars[var]) if field != "port" else _port(hvars[var])
         if _truthy(hvars.get("ansible_become")):
             method = str(hvars.get("ansible_become_method", "sudo"))
             if method != "sudo":
@@ -180,7 +190,7 @@ def _build(path: Path, hostvars: dict[str, dict[str, Any]], groups: dict[str, se
                                 fix="use ansible_become_method: sudo (or log in as root).")
             fields["become"] = "sudo"
         if fields.get("key"):
-            fields["key"] = str((path.parent / Path(fields["key"]).expanduser()).resolve())
+            fields["key"] = str((path.parent / Path(str(fields["key"])).expanduser()).resolve())
         try:
             hosts.append(HostEntry.model_validate(fields))
         except ValidationError as exc:
@@ -191,24 +201,32 @@ def _build(path: Path, hostvars: dict[str, dict[str, Any]], groups: dict[str, se
                      known_hosts=(path.parent / Path(str(known)).expanduser()).resolve() if known else None)
 
 
-def _truthy(value: Any) -> bool:
+def _port(value: object) -> object:
+    """An inventory's port as an int when it is one (else left for the model to refuse)."""
+    try:
+        return int(str(value))
+    except ValueError:
+        return value
+
+
+def _truthy(value: object) -> bool:
     return value is True or str(value).lower() in ("true", "yes", "1")
 
 
 def inventory_yaml(inv: Inventory, header: str) -> str:
     """An Inventory as an Ansible YAML inventory (what `lab up` writes)."""
-    all_vars: dict[str, Any] = {}
+    all_vars: Vars = {}
     if inv.known_hosts:
         all_vars["idsbench_known_hosts"] = str(inv.known_hosts)
     if inv.offline:
         all_vars["idsbench_offline"] = True
-    children: dict[str, Any] = {}
+    children: Vars = {}
     for role in ROLES:
         members = {}
         for h in inv.hosts:
             if h.role != role:
                 continue
-            hv: dict[str, Any] = {"ansible_host": h.address, "ansible_port": h.port, "ansible_user": h.user}
+            hv: Vars = {"ansible_host": h.address, "ansible_port": h.port, "ansible_user": h.user}
             if h.key:
                 hv["ansible_ssh_private_key_file"] = h.key
             if h.become == "sudo":

@@ -55,7 +55,7 @@ def provision(inv: Inventory, inventory_file: Path | None, known_hosts: Path, ca
     if not binary.exists():
         raise EnvironmentMissing(f"ansible-playbook is not in {binary.parent}.",
                                  fix="pip install 'idsbench[hosts]' into idsbench's venv.")
-    extravars: dict[str, Any] = {
+    extravars: dict[str, object] = {
         "idsbench_wheel": str(wheel), "idsbench_digest": digest(),
         "ansible_ssh_common_args": ansible_ssh_args(known_hosts),
     }
@@ -93,7 +93,7 @@ def provision(inv: Inventory, inventory_file: Path | None, known_hosts: Path, ca
         return ProvisionResult(run.status == "successful", changed, failures, log)
 
 
-def _failures(events: Any) -> list[str]:
+def _failures(events: Any) -> list[str]:  # Any: ansible-runner's event dicts (untyped, no stubs)
     out = []
     for ev in events:
         if ev.get("event") not in ("runner_on_failed", "runner_on_unreachable"):
