@@ -87,7 +87,7 @@ def test_sigkill_then_cleanup_then_resume(tmp_path, env, pcaps):
                 break
             time.sleep(0.1)
         assert first is not None, "the second sample never started replaying"
-        time.sleep(1.0)
+        _wait_for_live_replayer(Path(env["IDSBENCH_STATE_DIR"]), proc)  # kill it mid-replay
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(10)
     finally:
@@ -105,10 +105,10 @@ def test_sigkill_then_cleanup_then_resume(tmp_path, env, pcaps):
     assert "removed netns" in cleaned.stdout
     assert prefixed_namespaces() - before == set()
     assert list(Path(env["IDSBENCH_STATE_DIR"]).glob("*.json")) == []
-    time.sleep(0.2)
-    for pid in pids:
-        stat = Path(f"/proc/{pid}/stat")
-        assert not stat.exists() or stat.read_text().split(") ")[1].startswith("Z"), f"pid {pid} survived"
+    deadline = time.monotonic() + 30  # signalled processes go away (or stay zombies of a dead parent)
+    while survivors := [p for p in pids if _running(p)]:
+        assert time.monotonic() < deadline, f"pids {survivors} survived the cleanup"
+        time.sleep(0.05)
 
     first_mtime = first.stat().st_mtime_ns
     resumed = _idsbench("run", spec, "--out", out, "--resume", "--no-report", env=env)
@@ -118,6 +118,34 @@ def test_sigkill_then_cleanup_then_resume(tmp_path, env, pcaps):
     summaries = [json.loads(p.read_text()) for p in out.glob("cases/*/s0/summary.json")]
     assert len(summaries) == 2
     assert all(s["status"] == "ok" and s["sensor"]["counters"]["dropped_pkts"] == 0 for s in summaries)
+
+
+def _running(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        return not Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+    except (OSError, IndexError):
+        return False
+
+
+def _wait_for_live_replayer(state_dir: Path, run: subprocess.Popen[bytes] | subprocess.Popen[str],
+                            timeout_s: float = 60) -> None:
+    """Until the run's teardown state records a replayer process (tcpreplay-N or ibreplay) that runs."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        live = []
+        for f in state_dir.glob("*.json"):
+            try:
+                records = json.loads(f.read_text())["resources"]
+            except (OSError, ValueError, KeyError):
+                continue  # being rewritten
+            live += [r["pid"] for r in records if r["kind"] == "process" and "replay" in r.get("name", "")
+                     and _running(r["pid"])]
+        if live:
+            return
+        assert run.poll() is None, "the run ended before its replay was seen"
+        assert time.monotonic() < deadline, f"no running replayer recorded in {state_dir} within {timeout_s} s"
+        time.sleep(0.05)
 
 
 def _as_background_job() -> None:
@@ -141,7 +169,7 @@ def test_interrupt_mid_sample_tears_everything_down(tmp_path, env, pcaps, sig, s
         while time.time() < deadline and not list(out.glob("cases/*/s0/replay-*")):
             time.sleep(0.05)
         assert list(out.glob("cases/*/s0/replay-*")), "the replay never started"
-        time.sleep(0.5)
+        _wait_for_live_replayer(Path(env["IDSBENCH_STATE_DIR"]), proc)  # interrupt it mid-replay
         proc.send_signal(sig)
         output, _ = proc.communicate(timeout=60)
     finally:

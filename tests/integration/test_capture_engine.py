@@ -13,7 +13,7 @@ import shutil
 import signal
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,6 +112,35 @@ def _stop(sup: Supervisor, engine: Engine) -> CaptureLog:
     return read_ibcapture_stats(engine.stats) if engine.method == "afpacket" else parse_tcpdump_reports(text)
 
 
+def _periodic(engine: Engine) -> list[CaptureCounters]:
+    log = read_ibcapture_stats(engine.stats) if engine.method == "afpacket" else parse_tcpdump_reports(
+        engine.stderr.read_text())
+    return [p.counters for p in log.points if not p.final]
+
+
+def _wait_until_read(engine: Engine, done: Callable[[CaptureCounters], bool], *, settled: bool = False,
+                     timeout_s: float = 60) -> CaptureCounters:
+    """Poll the engine's periodic reports (ibcapture writes one every 0.5 s; tcpdump on SIGUSR1, as
+    the adapter's time series) until the newest satisfies `done` (and, with `settled`, equals the
+    one before: nothing arrives any more)."""
+    deadline = time.monotonic() + timeout_s
+    previous: CaptureCounters | None = None
+    while True:
+        before = len(_periodic(engine))
+        if engine.method == "libpcap":
+            os.kill(engine.child.pid, signal.SIGUSR1)
+        while len(points := _periodic(engine)) == before:  # the next report
+            assert engine.child.poll() is None, f"{engine.method} exited: {engine.stderr.read_text()}"
+            assert time.monotonic() < deadline, f"no new report from {engine.method} within {timeout_s} s"
+            time.sleep(0.05)
+        newest = points[-1]
+        if done(newest) and (not settled or newest == previous):
+            return newest
+        assert time.monotonic() < deadline, f"{engine.method} did not get there within {timeout_s} s: {newest}"
+        previous = newest
+        time.sleep(TCPDUMP_BUFFER_TIMEOUT_S if engine.method == "libpcap" else 0.05)
+
+
 def _final(log: CaptureLog) -> CaptureCounters:
     assert log.final is not None, log
     return log.final.counters
@@ -124,10 +153,8 @@ def test_lossless_counts_are_exact(wire: Wire, sup: Supervisor, tmp_path: Path, 
     engine = _start(sup, method, wire, tmp_path / "run", threads=threads)
     sent = _replay(wire, LOSSLESS_PCAP, "--pps", "2000")
     assert sent == trace.packets == 572
-    time.sleep(TCPDUMP_BUFFER_TIMEOUT_S + 0.5)  # tcpdump does not drain at stop: let its ring empty
-    if method == "libpcap":
-        os.kill(engine.child.pid, signal.SIGUSR1)  # a periodic report, as the adapter's time series
-        time.sleep(0.3)
+    # tcpdump does not drain at stop: wait until a periodic report shows every packet read
+    _wait_until_read(engine, lambda c: c.captured_pkts == sent and c.unread_pkts == 0)
     log = _stop(sup, engine)
     final = _final(log)
     assert (final.captured_pkts, final.decoded_pkts, final.dropped_pkts) == (sent, sent, 0)
@@ -151,7 +178,9 @@ def test_cpu_limited_reader_drops_and_the_accounting_closes(wire: Wire, sup: Sup
         engine = _start(sup, method, wire, tmp_path / "run", cgroup=cg,
                         ring=RingOptions(block_size=4096, block_count=2), buffer_kib=256)
         sent = _replay(wire, BURST_PCAP, "--topspeed", "--loop", "3")
-        time.sleep(3.0)  # the throttled reader empties its ring (ibcapture also drains at stop)
+        # the throttled reader empties its ring (ibcapture also drains at stop): nothing left unread
+        # and nothing arriving any more
+        _wait_until_read(engine, lambda c: c.unread_pkts == 0 and c.captured_pkts > 0, settled=True, timeout_s=120)
         final = _final(_stop(sup, engine))
     finally:
         cg.remove()

@@ -171,7 +171,9 @@ def test_host_killed_mid_campaign_then_resume(lab, tmp_path, cache_dir):
             p2_done = [p for p in out.glob("cases/*/s*/summary.json") if "p2-sender/p2-sensor" in p.read_text()]
             time.sleep(0.2)
         assert p2_done, "pair 2 finished no sample"
-        time.sleep(1.0)  # into its next sample
+        while not any(p.lower().startswith("suricata") for p in _processes(record.host(victim).container)):
+            assert run.poll() is None and time.monotonic() < deadline, "pair 2 started no next sample"
+            time.sleep(0.2)  # until its next sample's sensor runs
         os.kill(_pid(record, victim), signal.SIGKILL)
         output, _ = run.communicate(timeout=300)
     finally:

@@ -58,8 +58,10 @@ def netns() -> Iterator[tuple[str, int]]:
     try:
         subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)
         holder = subprocess.Popen(["ip", "netns", "exec", name, "sleep", "60"])
-        time.sleep(0.2)  # `ip netns exec` has entered the namespace and exec'd sleep
-        assert os.readlink(f"/proc/{holder.pid}/ns/net") != os.readlink("/proc/self/ns/net")
+        deadline = time.monotonic() + 30  # until `ip netns exec` has entered the namespace
+        while os.readlink(f"/proc/{holder.pid}/ns/net") == os.readlink("/proc/self/ns/net"):
+            assert holder.poll() is None and time.monotonic() < deadline, "ip netns exec never entered it"
+            time.sleep(0.01)
         yield name, holder.pid
     finally:
         if holder is not None:

@@ -32,6 +32,7 @@ from idsbench.sensors.snort.config import (
     render_config,
     snort_argv,
 )
+from idsbench.sensors.snort.perf import PerfTail
 from idsbench.sensors.snort.ruleload import make_loadable
 from idsbench.sensors.snort.stats import ExitStats, parse_exit_stats, read_alerts, read_perf_series
 from idsbench.sensors.sockets import capturing_sockets, interface_index
@@ -204,7 +205,18 @@ def _live(sup: Supervisor, snort: SnortInstall, wire: Wire, run_dir: Path, opts:
     done = proc.run(["tcpreplay", "-i", wire.sender_if, *replay], netns=wire.sender_ns, timeout=120)
     sent = re.search(r"Actual: (\d+) packets", done.stdout)
     assert sent, done.stdout + done.stderr
-    time.sleep(2.0)  # the packet threads finish the ring
+    # the packet threads finish the ring: wait until perf_monitor (every stats interval) shows every
+    # packet sent either analyzed or dropped by the kernel, with none outstanding
+    tail, deadline = PerfTail(opts.log_dir), time.monotonic() + 120
+    while True:
+        point = tail.latest()
+        counters = point.counters if point is not None else None
+        if counters is not None and counters.analyzed + counters.dropped >= int(sent.group(1)) \
+                and counters.outstanding == 0:
+            break
+        assert child.poll() is None, f"snort exited: {console.read_text()[-3000:]}"
+        assert time.monotonic() < deadline, f"snort did not finish its ring within 120 s: {counters}"
+        time.sleep(0.2)
     assert sup.stop(child, timeout=30) == 0
     log = console.read_text()
     assert snort_log.stop_signal(log) == "term" and snort_log.exited_cleanly(log)

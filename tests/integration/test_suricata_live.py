@@ -7,6 +7,7 @@ removed in `finally`; processes are stopped by PID (never by name).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import struct
@@ -94,7 +95,15 @@ def _sensor_session(w: Wire, run: SuricataRun, pcap: Path, pps: int) -> tuple[st
         assert 0 <= ready_s < 60
         rep = subprocess.run(["ip", "netns", "exec", w.sender_ns, "tcpreplay", "-i", w.sender_if,
                               "--pps", str(pps), str(pcap)], capture_output=True, text=True, timeout=120)
-        time.sleep(0.5)  # let the last frames leave the ring
+        # the last frames leave the ring: until Suricata's stats (every stats interval) count every
+        # packet tcpreplay sent (at most 30 s; the counts themselves are the test's assertions)
+        sent = re.search(r"Actual: (\d+) packets", rep.stdout)
+        deadline = time.monotonic() + 30
+        while sent and child.poll() is None and time.monotonic() < deadline:
+            point = run.live_counters()
+            if point is not None and max(point.counters.captured_pkts, point.counters.decoded_pkts) >= int(sent.group(1)):
+                break
+            time.sleep(0.1)
     finally:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGTERM)

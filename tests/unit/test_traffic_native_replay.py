@@ -156,7 +156,9 @@ def test_dry_run_keeps_the_absolute_schedule(tmp_path, program, rate, expected_s
     doc = dry_run(program, [pcap], "--rate", rate, "--rt-priority", "0")
     (r,) = doc["replayers"]
     assert r["pkts_sent"] == 80
-    assert r["elapsed_s"] == pytest.approx(expected_s, abs=0.02)
+    # the schedule is absolute: the last packet never leaves before it is due (how close after it
+    # does is a timing figure: benchmarks/bench_sender.py, p99 lateness < 1 ms)
+    assert r["elapsed_s"] >= expected_s - 1e-6
     assert r["lateness_us"]["p50"] >= 0 and r["lateness_us"]["max"] >= r["lateness_us"]["p99"]
 
 
@@ -165,7 +167,7 @@ def test_dry_run_recorded_loops_continue_the_schedule(tmp_path, program):
     doc = dry_run(program, [pcap], "--rate", "recorded", "--loops", "3")
     (r,) = doc["replayers"]
     assert r["pkts_sent"] == 63
-    assert r["elapsed_s"] == pytest.approx(0.3, abs=0.02)  # loop L starts at L x span
+    assert r["elapsed_s"] >= 0.3 - 1e-6  # loop L starts at L x span: the last packet is due at 0.3 s
 
 
 def test_dry_run_duration_stops_at_the_deadline(tmp_path, program):
@@ -223,14 +225,20 @@ def test_sigterm_stops_at_the_next_packet_and_still_reports(tmp_path, program):
     pcap = write_classic(tmp_path / "t.pcap", even(101, 10.0))  # 10 s at recorded timing
     proc = subprocess.Popen([str(program), "--dry-run", "--pcap", str(pcap), "--pcap", str(pcap)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.0)
+    deadline = time.monotonic() + 30
+    while len(list(Path(f"/proc/{proc.pid}/task").iterdir())) < 3:  # its two replayer threads run
+        assert proc.poll() is None and time.monotonic() < deadline, "the replayer threads never started"
+        time.sleep(0.01)
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=5)
+    out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     doc = json.loads(out)
     assert doc["interrupted"] is True
     for r in doc["replayers"]:
-        assert 5 <= r["pkts_sent"] <= 15  # ~1 s of 10 packets/s
+        # stopped before the end of the 10 s trace, having sent exactly what was due by then
+        # (packet k is due at k/10 s): no packet of the rest of the schedule went out
+        assert r["pkts_sent"] < 101 and r["elapsed_s"] < 10.0
+        assert r["pkts_sent"] == pytest.approx(int(r["elapsed_s"] * 10) + 1, abs=1)
 
 
 def test_dry_run_reports_packets_due_per_second_beside_packets_sent(tmp_path, program):
