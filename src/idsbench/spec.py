@@ -7,10 +7,15 @@ product in `plan.py`. Unknown keys are errors (a typo must not silently fall bac
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import tomllib
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, as the tomli package
+    import tomli as tomllib
+
 from pydantic import (
     AliasChoices,
     BaseModel,

@@ -33,7 +33,8 @@ def resample(t_rel: np.ndarray, values: np.ndarray, interval: float) -> pd.Serie
     if last < first:
         return pd.Series(dtype=float)
     grid = np.arange(first, last + 1) * interval
-    return pd.Series(np.interp(grid, t, v), index=np.round(grid, 6))
+    out: pd.Series = pd.Series(np.interp(grid, t, v), index=np.round(grid, 6))
+    return out
 
 
 def sample_series(sample: SampleRecord, source: str, column: str, interval: float) -> pd.Series | None:
@@ -57,7 +58,8 @@ def combine(series: list[pd.Series], level: float = 0.95) -> pd.DataFrame:
     cols = ["t_s", "median", "lo", "hi", "n"]
     series = [s for s in series if s is not None and len(s)]
     if not series:
-        return pd.DataFrame(columns=cols)
+        empty: pd.DataFrame = pd.DataFrame(columns=cols)
+        return empty
     wide = pd.concat(series, axis=1).sort_index()
     rows = []
     for t, values in wide.iterrows():
@@ -66,7 +68,8 @@ def combine(series: list[pd.Series], level: float = 0.95) -> pd.DataFrame:
         if ci is None:
             continue
         rows.append((float(str(t)), float(np.median(vals)), ci[0], ci[1], len(vals)))
-    return pd.DataFrame(rows, columns=cols)
+    table: pd.DataFrame = pd.DataFrame(rows, columns=cols)
+    return table
 
 
 def aligned(campaign: Campaign, case_id: str, source: str, column: str, *,
@@ -87,4 +90,5 @@ def aligned(campaign: Campaign, case_id: str, source: str, column: str, *,
 def _rate(series: pd.Series) -> pd.Series:
     """Per-second rate over each checkpoint interval, stamped at the interval's end."""
     t = pd.Series(series.index, index=series.index, dtype=float)
-    return (series.diff() / t.diff()).iloc[1:]
+    rate: pd.Series = (series.diff() / t.diff()).iloc[1:]
+    return rate

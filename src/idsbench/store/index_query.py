@@ -92,7 +92,8 @@ def series(root: Path | str, source: str, campaign_id: str, case: str | None = N
         row = con.execute(f"SELECT {source}_parquet FROM campaigns WHERE campaign_id = ?",
                           [campaign_id]).fetchone()
         if not row or not row[0]:
-            return pd.DataFrame()
+            none: pd.DataFrame = pd.DataFrame()
+            return none
         sql = "SELECT * FROM read_parquet(?)" + (" WHERE \"case\" = ?" if case else "") + \
             " ORDER BY \"case\", sample, t_unix"
         params = [str(Path(root) / row[0])] + ([case] if case else [])

@@ -78,7 +78,8 @@ def words_at(buf: np.ndarray, off: np.ndarray, count: int) -> np.ndarray:
     b: npt.NDArray[np.uint64] = buf[off[:, None] + np.arange(2 * count)].astype(np.uint64)
     high: npt.NDArray[np.uint64] = b[:, 0::2].sum(axis=1)
     low: npt.NDArray[np.uint64] = b[:, 1::2].sum(axis=1)
-    return (high << np.uint64(8)) + low
+    sums: npt.NDArray[np.uint64] = (high << np.uint64(8)) + low
+    return sums
 
 
 def store16(buf: np.ndarray, off: np.ndarray, value: np.ndarray) -> None:

@@ -44,7 +44,8 @@ Offsets = npt.NDArray[np.int64]  # absolute byte positions in the capture buffer
 def _views(buf: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.uint32],
                                                  npt.NDArray[np.uint64]]:
     def view(dt: str, size: int) -> np.ndarray:
-        return np.ndarray((max(buf.size - size + 1, 0),), dtype=np.dtype(dt), buffer=buf, strides=(1,))
+        out: np.ndarray = np.ndarray((max(buf.size - size + 1, 0),), dtype=np.dtype(dt), buffer=buf, strides=(1,))
+        return out
 
     return view(">u2", 2), view(">u4", 4), view(">u8", 8)
 

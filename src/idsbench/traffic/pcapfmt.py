@@ -52,12 +52,14 @@ def u32_view(buf: np.ndarray, big_endian: bool) -> np.ndarray:
     """An unaligned uint32 view starting at every byte: view[i] = bytes i..i+3."""
     n = max(buf.size - 3, 0)
     dt = np.dtype(">u4" if big_endian else "<u4")
-    return np.ndarray((n,), dtype=dt, buffer=buf, offset=0, strides=(1,))
+    view: np.ndarray = np.ndarray((n,), dtype=dt, buffer=buf, offset=0, strides=(1,))
+    return view
 
 
 def u16be_view(buf: np.ndarray) -> np.ndarray:
     n = max(buf.size - 1, 0)
-    return np.ndarray((n,), dtype=np.dtype(">u2"), buffer=buf, offset=0, strides=(1,))
+    view: np.ndarray = np.ndarray((n,), dtype=np.dtype(">u2"), buffer=buf, offset=0, strides=(1,))
+    return view
 
 
 def index_capture(buf: np.ndarray, raw: memoryview | bytes, path: Path) -> RecordIndex:
@@ -114,12 +116,15 @@ def _ts_ns(ticks: npt.NDArray[np.uint64], resol: int) -> npt.NDArray[np.int64]:
         if exp <= 30:
             whole = (ticks >> np.uint64(exp)).astype(np.int64) * 1_000_000_000
             part = ((ticks & np.uint64((1 << exp) - 1)) * np.uint64(1_000_000_000)) >> np.uint64(exp)
-            return whole + part.astype(np.int64)
+            ns: npt.NDArray[np.int64] = whole + part.astype(np.int64)
+            return ns
         return np.asarray([(int(t) * 1_000_000_000) >> exp for t in ticks], dtype=np.int64)
     if exp <= 9:
         ns_per_tick: int = 10 ** (9 - exp)
-        return ticks.astype(np.int64) * ns_per_tick
-    return (ticks // np.uint64(10 ** (exp - 9))).astype(np.int64)
+        scaled: npt.NDArray[np.int64] = ticks.astype(np.int64) * ns_per_tick
+        return scaled
+    divided: npt.NDArray[np.int64] = (ticks // np.uint64(10 ** (exp - 9))).astype(np.int64)
+    return divided
 
 
 def _idb_options(raw: memoryview | bytes, start: int, stop: int, endian: str) -> tuple[int, int]:
