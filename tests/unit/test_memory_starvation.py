@@ -68,6 +68,7 @@ def test_stuck_needs_the_limit_and_a_sign_of_no_progress() -> None:
     assert is_stuck(None, _ev(95.5, anon_mib=93))                        # anonymous memory fills it
     assert is_stuck(_ev(95.5, limit_hits=3), _ev(95.5, limit_hits=9))    # hitting the limit
     assert is_stuck(_ev(95.5, major_faults=3), _ev(95.5, major_faults=90))  # thrashing its code
+    assert not is_stuck(_ev(95.5, major_faults=3), _ev(95.5, major_faults=5))  # a few pages: no
     assert is_stuck(None, _ev(95.5, psi_full_avg10=55.0))
     assert is_stuck(None, _ev(96, under_oom=True))
     assert not is_stuck(None, MemoryEvents(limit_bytes=None, usage_bytes=LIMIT, peak_bytes=LIMIT, anon_bytes=LIMIT))

@@ -308,6 +308,7 @@ def _mib(n: int | None) -> str:
 STARVED_AFTER_S = 5.0       # the group stuck at its limit this long, continuously: starved
 PSI_STARVED_PCT = 40.0      # memory.pressure full avg10 at or above this: stalled on memory
 READ_INTERVAL_S = 0.5
+THRASHING_FAULTS = 10       # major faults between two readings at the limit: code paged out and in
 
 
 class MemoryStarved(SensorFailed):
@@ -341,7 +342,7 @@ def is_stuck(prev: MemoryEvents | None, cur: MemoryEvents) -> bool:
     if prev is None:
         return False
     return (cur.limit_hits > prev.limit_hits or cur.oom > prev.oom
-            or cur.major_faults > prev.major_faults)
+            or cur.major_faults - prev.major_faults >= THRASHING_FAULTS)
 
 
 @runtime_checkable
