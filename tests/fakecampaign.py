@@ -169,6 +169,7 @@ def _write_sample(path: Path, case: FakeCase, k: int, start: float, interval: fl
     summary = {
         "schema": 1, "campaign": "fake", "case_id": case.case_id, "sample": k,
         "case": case.plan_case.params(), "status": status, "labels": list(case.labels),
+        **({} if status == "ok" else {"reason": f"sensor {status} in sample {k}"}),
         "warnings": [] if status == "ok" else [f"sensor {status}"],
         "trace": {"ref": case.trace, "path": "/tmp/fake.pcap", "sha256": "0" * 64,
                   "packets": case.trace_pkts, "bytes": case.trace_pkts * 600, "duration_s": case.duration_s,

@@ -65,9 +65,12 @@ def netns_prefix(netns: str | None) -> list[str]:
 
 
 def run(argv: Sequence[str], *, timeout: float = 60.0, netns: str | None = None, check: bool = True,
-        input: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        input: str | None = None, env: dict[str, str] | None = None,
+        cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run a short command to completion in its own session, capturing its output (text).
 
+    `cwd`: where it runs (programs that drop files into their working directory, e.g. conmon's `oom`
+    marker, write them there instead of the user's directory).
     Needs no teardown stack: the command is killed (whole session) when `timeout` passes, and
     `EnvironmentMissing` names the command, its exit status and output when it fails and `check`."""
     full = netns_prefix(netns) + [str(a) for a in argv]
@@ -77,7 +80,7 @@ def run(argv: Sequence[str], *, timeout: float = 60.0, netns: str | None = None,
     try:
         done = subprocess.run(
             full, capture_output=True, text=True, timeout=timeout, start_new_session=True, env=env,
-            input=input, stdin=None if input is not None else subprocess.DEVNULL,
+            cwd=cwd, input=input, stdin=None if input is not None else subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired as exc:
         raise EnvironmentMissing(

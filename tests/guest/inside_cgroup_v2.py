@@ -227,16 +227,21 @@ def test_memory_limit_oom_kills_and_the_verdict_is_oom(sup: Supervisor, tmp_path
     events = kv(cg.paths[0] / "memory.events")
     peak = cg.memory_peak_bytes()
     kernel = [line for line in _kmsg() if "oom" in line.lower() or "out of memory" in line.lower()]
+    memory = cg.memory_events()  # what the runner reads for the verdict's reason (issue 24)
     verdict = judge(SampleFacts(engine="suricata", expected_pkts=None, oom=setup.oom_killed(),
-                                sensor_failure=describe_exit("suricata", rc)))
+                                sensor_failure=describe_exit("suricata", rc), memory=memory))
     record(oom_exit=rc, oom_memory_events=events, oom_peak_bytes=peak, oom_verdict=verdict.status,
-           oom_kernel_log=kernel[-3:])
+           oom_kernel_log=kernel[-3:], oom_reason=verdict.reason)
     assert rc == -9 and "survived" not in out.read_text()
     assert cg.oom_kills() >= 1 and events["oom_kill"] >= 1
     assert cg.memory_failcnt() >= 1  # memory.events `max`: usage hit memory.max
     assert 48 * MiB < peak <= 64 * MiB
     assert setup.oom_killed()
     assert verdict.status == "oom", verdict
+    assert memory.limit_bytes == 64 * MiB and memory.reached_limit()
+    assert memory.oom_kills >= 1 and memory.oom >= 1 and memory.limit_hits >= 1
+    assert memory.psi_full_avg10 is not None or not (cg.paths[0] / "memory.pressure").exists()
+    assert "limit 64 MiB" in (verdict.reason or "") and "raise setup.memory" in (verdict.reason or "")
     assert any("Memory cgroup out of memory" in line for line in kernel), kernel
     assert setup.stop(5) == -9 and cg.pids() == []
 

@@ -12,12 +12,12 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Protocol, runtime_checkable
 
-from idsbench.errors import EnvironmentMissing, IdsbenchError, SpecError
+from idsbench.errors import EnvironmentMissing, IdsbenchError, SensorFailed, SpecError
 from idsbench.teardown import resource_kind
 
 DEFAULT_ROOT = Path("/sys/fs/cgroup")
@@ -194,6 +194,34 @@ class Cgroup:
             hits += int(self._files.read(d, "memory.memsw.failcnt"))
         return hits
 
+    def memory_events(self) -> MemoryEvents:
+        """The group's memory limit, usage and every starvation signal the kernel gives (v2
+        memory.events + memory.stat anon + memory.pressure; v1 failcnt, oom_control, memory.stat)."""
+        d = self.dirs["memory"]
+        read = self._files.read
+        if self.version == 2:
+            events = _kv(read(d, "memory.events"))
+            limit_text = read(d, "memory.max").strip()
+            stat = _kv(read(d, "memory.stat"))
+            psi = None
+            if (d / "memory.pressure").exists():
+                psi = parse_psi_full_avg10(read(d, "memory.pressure"))
+            return MemoryEvents(
+                limit_bytes=None if limit_text == "max" else int(limit_text),
+                usage_bytes=self.memory_bytes(), peak_bytes=self.memory_peak_bytes(),
+                anon_bytes=stat.get("anon", 0), limit_hits=events.get("max", 0), high=events.get("high", 0),
+                oom=events.get("oom", 0), oom_kills=events.get("oom_kill", 0),
+                major_faults=stat.get("pgmajfault", 0), psi_full_avg10=psi)
+        control = _kv(read(d, "memory.oom_control"))
+        stat = _kv(read(d, "memory.stat"))
+        limit = int(read(d, "memory.limit_in_bytes"))
+        return MemoryEvents(
+            limit_bytes=None if limit >= V1_UNLIMITED else limit,
+            usage_bytes=self.memory_bytes(), peak_bytes=self.memory_peak_bytes(),
+            anon_bytes=stat.get("total_rss", stat.get("rss", 0)), limit_hits=self.memory_failcnt(),
+            oom=control.get("under_oom", 0), oom_kills=control.get("oom_kill", 0),
+            major_faults=stat.get("total_pgmajfault", stat.get("pgmajfault", 0)), under_oom=bool(control.get("under_oom")))
+
     def set_cpus(self, cpus: float) -> None:
         """Change the CPU limit of a group created with one (the quota, on a 100 ms period)."""
         if "cpu" not in self.dirs or not (self.dirs["cpu"] / ("cpu.max" if self.version == 2 else "cpu.cfs_quota_us")).exists():
@@ -213,6 +241,159 @@ class Cgroup:
 
     def __repr__(self) -> str:
         return f"Cgroup({self.name!r}, v{self.version}, {[str(p) for p in self.paths]})"
+
+
+V1_UNLIMITED = 1 << 62  # v1 reports "no limit" as a page-rounded LONG_MAX
+MIB = 1 << 20
+
+
+def parse_psi_full_avg10(text: str) -> float | None:
+    """`full avg10=` of a PSI file (the share of the last 10 s every task of the group stalled)."""
+    for line in text.splitlines():
+        if line.startswith("full "):
+            for part in line.split()[1:]:
+                key, _, value = part.partition("=")
+                if key == "avg10":
+                    return float(value)
+    return None
+
+
+@dataclass(frozen=True)
+class MemoryEvents:
+    """One reading of a group's memory state. Counters are cumulative since the group was created.
+    `oom`: v2 memory.events `oom` (the limit could not be met), v1 `under_oom` (0/1)."""
+
+    limit_bytes: int | None
+    usage_bytes: int
+    peak_bytes: int
+    anon_bytes: int = 0        # anonymous memory: what reclaim cannot take back without swap
+    limit_hits: int = 0        # v2 events `max`, v1 failcnt (+ memsw.failcnt)
+    high: int = 0              # v2 events `high`
+    oom: int = 0
+    oom_kills: int = 0
+    major_faults: int = 0      # pages read back from disk: a group thrashing its own code pages
+    psi_full_avg10: float | None = None  # v2 memory.pressure, where present
+    under_oom: bool = False    # v1 oom_control: tasks are frozen waiting for the OOM killer
+
+    def slack_bytes(self) -> int:
+        """How close to the limit counts as "at" it: 3% of the limit, at least 2 MiB."""
+        return max(2 * MIB, (self.limit_bytes or 0) * 3 // 100)
+
+    def reached_limit(self) -> bool:
+        """Its peak came within the slack of the limit (it ran into the limit at some point)."""
+        return self.limit_bytes is not None and self.peak_bytes >= self.limit_bytes - self.slack_bytes()
+
+    def at_limit(self) -> bool:
+        return self.limit_bytes is not None and self.usage_bytes >= self.limit_bytes - self.slack_bytes()
+
+    def describe(self) -> str:
+        """The limit, the peak and the events, for a verdict's reason."""
+        parts = [f"limit {_mib(self.limit_bytes)}" if self.limit_bytes is not None else "no limit",
+                 f"peak {_mib(self.peak_bytes)}", f"in use {_mib(self.usage_bytes)} "
+                 f"({_mib(self.anon_bytes)} anonymous)", f"limit hits {self.limit_hits}"]
+        if self.high:
+            parts.append(f"high {self.high}")
+        parts += [f"oom events {self.oom}", f"oom kills {self.oom_kills}", f"major faults {self.major_faults}"]
+        if self.psi_full_avg10 is not None:
+            parts.append(f"memory pressure full avg10 {self.psi_full_avg10:g}%")
+        if self.under_oom:
+            parts.append("under_oom")
+        return ", ".join(parts)
+
+
+def _mib(n: int | None) -> str:
+    return "?" if n is None else f"{n / MIB:.0f} MiB"
+
+
+STARVED_AFTER_S = 5.0       # the group stuck at its limit this long, continuously: starved
+PSI_STARVED_PCT = 40.0      # memory.pressure full avg10 at or above this: stalled on memory
+READ_INTERVAL_S = 0.5
+THRASHING_FAULTS = 10       # major faults between two readings at the limit: code paged out and in
+
+
+class MemoryStarved(SensorFailed):
+    """The sensor's group sat at its memory limit, stalled in reclaim, for STARVED_AFTER_S."""
+
+    def __init__(self, message: str, events: MemoryEvents, stuck_s: float):
+        super().__init__(message, fix=starved_fix(events))
+        self.events = events
+        self.stuck_s = stuck_s
+
+
+def starved_fix(events: MemoryEvents) -> str:
+    """How much memory it needed, as far as we know: more than the limit it was stuck at."""
+    if events.limit_bytes is None:
+        return "raise setup.memory."
+    wanted = max(events.peak_bytes, events.limit_bytes) * 2
+    return (f"it needs more than its limit of {_mib(events.limit_bytes)}: raise setup.memory "
+            f"(e.g. to {-(-wanted // (64 * MIB)) * 64}m) and run the case again.")
+
+
+def is_stuck(prev: MemoryEvents | None, cur: MemoryEvents) -> bool:
+    """One reading says the group cannot make progress at its limit: at the limit and either its
+    anonymous memory fills it (nothing left to reclaim), or since the previous reading it hit the
+    limit / faulted code back in / waited for the OOM killer, or PSI says its tasks stall."""
+    if not cur.at_limit() or cur.limit_bytes is None:
+        return False
+    if cur.under_oom or (cur.psi_full_avg10 is not None and cur.psi_full_avg10 >= PSI_STARVED_PCT):
+        return True
+    if cur.anon_bytes >= cur.limit_bytes - 2 * cur.slack_bytes():
+        return True
+    if prev is None:
+        return False
+    return (cur.limit_hits > prev.limit_hits or cur.oom > prev.oom
+            or cur.major_faults - prev.major_faults >= THRASHING_FAULTS)
+
+
+@runtime_checkable
+class MemoryReadable(Protocol):
+    """What a starvation watch reads: a Cgroup, or a container's (setups.container.monitor)."""
+
+    def memory_events(self) -> MemoryEvents | None: ...
+
+
+class StarvationWatch:
+    """Reads a group's memory state now and then; `check()` raises MemoryStarved once the group has
+    been stuck at its limit (`is_stuck`) at every reading for `after_s`."""
+
+    def __init__(self, read: Callable[[], MemoryEvents | None], *, after_s: float = STARVED_AFTER_S,
+                 interval_s: float = READ_INTERVAL_S, clock: Callable[[], float] = time.monotonic):
+        self._read, self.after_s, self.interval_s, self._clock = read, after_s, interval_s, clock
+        self._prev: MemoryEvents | None = None
+        self._since: float | None = None
+        self._next = 0.0
+        self.last: MemoryEvents | None = None
+
+    def check(self) -> None:
+        now = self._clock()
+        if now < self._next:
+            return
+        self._next = now + self.interval_s
+        try:
+            cur = self._read()
+        except (OSError, ValueError):
+            return  # the group is gone (the sensor exited): its exit is what the caller sees
+        if cur is None:
+            return
+        self.last = cur
+        stuck = is_stuck(self._prev, cur)
+        self._prev = cur
+        if not stuck:
+            self._since = None
+            return
+        if self._since is None:
+            self._since = now
+        if now - self._since >= self.after_s:
+            raise MemoryStarved(
+                f"it was not ready and its memory cgroup sat at its limit for {now - self._since:.0f} s "
+                f"(stalled in memory reclaim: {cur.describe()})", cur, now - self._since)
+
+    def guard(self, poll: Callable[[], int | None]) -> Callable[[], int | None]:
+        """`poll` that first checks the group (a readiness wait calls it every few ms)."""
+        def checked() -> int | None:
+            self.check()
+            return poll()
+        return checked
 
 
 def _procs(d: Path) -> list[int]:

@@ -66,6 +66,8 @@ def time_figure(campaign: Campaign, rows: Sequence[CaseResult], colors: dict[str
                 per_second: bool = False) -> Figure | None:
     """One panel per (trace, rate, load), one line per case coloured by setup. None if no data."""
     panels = _panels(rows)
+    if not panels:
+        return None
     multi_trace = len({k[0] for k in panels}) > 1
     multi_rate = len({k[1] for k in panels}) > 1
     nrows, ncols = grid(len(panels))
@@ -86,6 +88,8 @@ def cumulative_figure(campaign: Campaign, rows: Sequence[CaseResult],
                       colors: dict[str, str]) -> Figure | None:
     """Rows: captured, dropped, decoded packets and KiB decoded; columns: (trace, rate, load)."""
     panels = _panels(rows)
+    if not panels:
+        return None  # no case with an ok sample: nothing to draw
     multi_trace = len({k[0] for k in panels}) > 1
     multi_rate = len({k[1] for k in panels}) > 1
     fig, axes = new_figure(len(CUMULATIVE), len(panels),

@@ -55,7 +55,7 @@ def write_report(campaign_dir: Path | str, *, baseline: str = "baremetal",
                              autoescape=True, undefined=jinja2.StrictUndefined)
     html = env.get_template("report.html.j2").render(
         c=_meta(campaign), generated=time.strftime("%Y-%m-%d %H:%M:%S"), version=__version__,
-        coverage_note=_coverage_note(rows), colors=colors,
+        coverage_note=_coverage_note(rows), missing=missing_note(rows), colors=colors,
         column_titles=[t for t, *_ in COLUMNS], rows=[_row_view(r) for r in rows],
         warnings=[*campaign.warnings, *(w for r in rows for w in r.warnings)],
         cv_threshold=f"{cv_threshold:.0%}",
@@ -142,6 +142,24 @@ def _profile_view(campaign: Campaign, row: CaseResult) -> dict[str, Any] | None:
             "threads": [{"name": t.name, "role": t.role, "pct": number(t.cpu_pct, 2)} for t in prof.threads],
             "worker_share": "–" if prof.worker_cpu_share is None else f"{prof.worker_cpu_share:.0%}",
             "ratios": "; ".join(ratios), "notes": list(prof.notes)}
+
+
+def missing_note(rows: list[CaseResult]) -> str | None:
+    """What the report lacks because samples were not ok (None when every case has an ok sample)."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        for status, n in r.status_counts.items():
+            counts[status] = counts.get(status, 0) + n
+    verdicts = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no sample finished"
+    if not any(r.samples for r in rows):
+        return (f"No sample of this campaign is ok ({verdicts}): there are no medians, no figures drawn "
+                "from ok samples, no loss waterfall and no overhead table. The verdicts and their reasons "
+                "are listed under Warnings.")
+    without = [f"{r.params.setup} {load_label(r)} {r.params.rate}" for r in rows if not r.samples]
+    if without:
+        return (f"{len(without)} of {len(rows)} cases have no ok sample ({'; '.join(without)}): their cells "
+                "are empty and they are left out of the figures; see Warnings for the verdicts.")
+    return None
 
 
 def _coverage_note(rows: list[CaseResult]) -> str:

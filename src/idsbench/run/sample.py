@@ -172,6 +172,7 @@ class SampleRun:
             engine=self.engine.name, expected_pkts=expected, replayers=outcome.replay.facts if outcome else (),
             sensor_failure=facts.sensor_failure if facts else None, setup_failure=self.setup_failure,
             oom=facts.oom if facts else False, counters=counters, waterfall=wf,
+            memory=facts.memory if facts else None, memory_starved=facts.memory_starved if facts else False,
             wire_impaired=self.ctx.spec.wire.impair.active, drained=outcome.drain.drained if outcome else True,
             stuck=outcome.drain.stuck if outcome else False, event_log_damage=damage))
 

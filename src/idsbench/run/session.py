@@ -174,6 +174,8 @@ class SessionFacts:
     ready_s: float | None = None
     sensor_failure: str | None = None
     oom: bool = False
+    memory: cgroups.MemoryEvents | None = None  # the sensor group's memory state when it failed
+    memory_starved: bool = False  # it never got ready while its group sat at its memory limit
     stop_unix: float | None = None
     exit_code: int | None = None
     labels: list[str] = field(default_factory=list)
@@ -235,14 +237,31 @@ class SensorSession:
         self.monitor.start()
         self.phase("sensor start")
         child = self.child = setup.launch(run.argv, stdout=self.sample_dir / "stdout.txt")
+        # A sensor stuck at its memory limit may stall in reclaim instead of being OOM-killed:
+        # the wait ends once its group sat there for a few seconds (cgroups.StarvationWatch).
+        watch = cgroups.StarvationWatch(stats.memory_events) if isinstance(stats, cgroups.MemoryReadable) else None
         try:
-            f.ready_s = run.wait_ready(child.poll, ctx.spec.sensor.ready_timeout_s)
+            f.ready_s = run.wait_ready(watch.guard(child.poll) if watch else child.poll,
+                                       ctx.spec.sensor.ready_timeout_s)
         except SensorFailed as exc:
+            starved = isinstance(exc, cgroups.MemoryStarved)
             setup.stop(5.0)
             f.oom = setup.oom_killed()
-            f.sensor_failure = f"{self.engine.name} did not start: {exc}"
+            f.memory = exc.events if isinstance(exc, cgroups.MemoryStarved) else self.memory_events(watch)
+            f.memory_starved = starved or bool(f.memory and f.memory.reached_limit())
+            # A starved sensor's fix comes with the verdict (run/verdict.starved_reason).
+            f.sensor_failure = f"{self.engine.name} did not start: {exc.message if starved else exc}"
             return False
         return True
+
+    def memory_events(self, watch: cgroups.StarvationWatch | None = None) -> cgroups.MemoryEvents | None:
+        """The sensor group's memory state now (else the watch's last reading); None when unknown."""
+        try:
+            if isinstance(self.stats, cgroups.MemoryReadable):
+                return self.stats.memory_events()
+        except (OSError, ValueError):
+            pass
+        return watch.last if watch else None
 
     def alive(self) -> bool:
         return self.child is not None and self.child.poll() is None
@@ -286,6 +305,7 @@ class SensorSession:
         alive = self.alive()
         if not alive and self.facts.sensor_failure is None and self.child is not None and self.setup is not None:
             self.facts.oom = self.setup.oom_killed()
+            self.facts.memory = self.memory_events()
             self.facts.sensor_failure = f"{describe_exit(self.engine.name, self.child.returncode)} during the run"
         wf = waterfall_of(replay.record.sent_pkts, wire, counters, self.facts.invisible) if counters else None
         return TrialOutcome(replay, drained, wire, counters, wf, alive, cpu)
@@ -366,3 +386,5 @@ class SensorSession:
         self.facts.stop_unix = self.deps.wall()
         self.facts.exit_code = self.setup.stop(self.ctx.spec.timing.stop_timeout_s)
         self.facts.oom = self.facts.oom or self.setup.oom_killed()
+        if self.facts.oom and self.facts.memory is None:
+            self.facts.memory = self.memory_events()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from idsbench.accounting import Waterfall
+from idsbench.infra.cgroups import MemoryEvents, starved_fix
 from idsbench.sensors.base import Counters
 from idsbench.store.schema import PerSecond
 
@@ -58,6 +59,8 @@ class SampleFacts:
     sensor_failure: str | None = None      # why the sensor did not run through (exit, signal, timeout)
     setup_failure: str | None = None
     oom: bool = False
+    memory: MemoryEvents | None = None      # the sensor group's memory state when it failed
+    memory_starved: bool = False            # not ready while its group sat at its memory limit
     interrupted: bool = False
     counters: Counters | None = None
     waterfall: Waterfall | None = None
@@ -92,8 +95,9 @@ def judge(f: SampleFacts) -> Verdict:
     warnings: list[str] = []
     labels += _sender_labels(f, warnings)
     if f.oom:
-        return Verdict("oom", f"{f.engine} was killed by the OOM killer (its memory limit was too small)",
-                       tuple(labels), tuple(warnings))
+        return Verdict("oom", oom_reason(f), tuple(labels), tuple(warnings))
+    if f.memory_starved and f.memory is not None:
+        return Verdict("oom", starved_reason(f, f.memory), tuple(labels), tuple(warnings))
     if f.setup_failure:
         return Verdict("failed", f.setup_failure, tuple(labels), tuple(warnings))
     if f.sensor_failure:
@@ -128,6 +132,22 @@ def judge(f: SampleFacts) -> Verdict:
         warnings.append(f"{f.waterfall.unaccounted_pkts} packets were lost where the host cannot count "
                         f"({', '.join(f.waterfall.invisible)})")
     return Verdict("ok", None, tuple(labels), tuple(warnings))
+
+
+def oom_reason(f: SampleFacts) -> str:
+    """The OOM kill, with the limit, the peak and the events when they were read."""
+    if f.memory is None:
+        return f"{f.engine} was killed by the OOM killer (its memory limit was too small)"
+    return f"{f.engine} was killed by the OOM killer at its memory limit ({f.memory.describe()}); {starved_fix(f.memory)}"
+
+
+def starved_reason(f: SampleFacts, memory: MemoryEvents) -> str:
+    """Never ready while its group sat at its limit: memory starvation, named as such."""
+    what = f.sensor_failure or f"{f.engine} did not start"
+    what = what.split(". Errors from ")[0]  # the engine's log excerpt says nothing about memory
+    if "memory cgroup sat at its limit" in what:  # the starvation watch ended the wait: it says it all
+        return f"{f.engine} ran out of memory: {what}; {starved_fix(memory)}"
+    return f"{f.engine} ran out of memory ({memory.describe()}): {what}; {starved_fix(memory)}"
 
 
 def accounting_problem(f: SampleFacts) -> str | None:

@@ -42,7 +42,7 @@ class Baremetal:
         assert self.cgroup is not None and self.wire is not None, "prepare() first"
         self.child = self.req.sup.start(
             argv, name="sensor", stdout=stdout, netns=self.wire.sensor_ns,
-            cpus=self.req.cpu_affinity, cgroup_procs=self.cgroup.procs_files,
+            cpus=self.req.cpu_affinity, cgroup_procs=self.cgroup.procs_files, cwd=self.req.sample_dir,
         )
         return self.child
 

@@ -88,7 +88,8 @@ def start_dockerd(sup: Supervisor, cache_dir: Path, log_path: Path | None = None
             "--log-level=warn"]
     # Registered before start: if starting fails half-way the run dir still goes.
     token = sup.teardown.push(DockerdResource(0, None, str(run_dir)))
-    child = sup.start(argv, name="dockerd", stdout=log_path, grace_s=STOP_TIMEOUT_S)
+    # In its run dir: nothing dockerd, containerd or a shim drop into their cwd lands in the user's.
+    child = sup.start(argv, name="dockerd", stdout=log_path, grace_s=STOP_TIMEOUT_S, cwd=run_dir)
     sup.teardown.forget(token)
     # The process entry (from start) stops it too; this one also removes the run dir.
     _write_owner(data_root, child.pid)

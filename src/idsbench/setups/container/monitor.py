@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from idsbench.infra.cgroups import Cgroup
+from idsbench.infra.cgroups import Cgroup, MemoryEvents
 from idsbench.monitor.base import Value
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -75,6 +75,7 @@ class ContainerStats:
         self._cg: Cgroup | None = None
         self._lock = threading.Lock()
         self._last = {"cpu": 0, "mem": 0, "peak": 0, "oom": 0}
+        self._events: MemoryEvents | None = None
         self.dirs: dict[str, Path] = {}
 
     def attach(self, pid: int) -> None:
@@ -108,6 +109,7 @@ class ContainerStats:
         self.memory_bytes()
         self.memory_peak_bytes()
         self.oom_kills()
+        self.memory_events()
 
     def pids(self) -> list[int]:
         with self._lock:
@@ -124,6 +126,16 @@ class ContainerStats:
 
     def oom_kills(self) -> int:
         return self._read("oom", Cgroup.oom_kills)
+
+    def memory_events(self) -> MemoryEvents | None:
+        """The container cgroup's memory state (None before attach; the last reading after exit)."""
+        with self._lock:
+            if self._cg is not None:
+                try:
+                    self._events = self._cg.memory_events()
+                except (OSError, ValueError):
+                    pass
+            return self._events
 
 
 def read_proc_usage(pid: int) -> tuple[int, int] | None:

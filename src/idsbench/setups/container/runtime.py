@@ -136,16 +136,16 @@ def parse_state(inspect_json: str) -> ContainerState:
     )
 
 
-def inspect_state(rt: Runtime, ident: str) -> ContainerState | None:
-    done = proc.run(rt.argv("inspect", "--format", "{{json .State}}", ident), check=False, timeout=30)
+def inspect_state(rt: Runtime, ident: str, cwd: Path | None = None) -> ContainerState | None:
+    done = proc.run(rt.argv("inspect", "--format", "{{json .State}}", ident), check=False, timeout=30, cwd=cwd)
     if done.returncode != 0:
         return None
     return parse_state(done.stdout.strip().splitlines()[-1])
 
 
-def create(argv: list[str]) -> str:
+def create(argv: list[str], cwd: Path | None = None) -> str:
     """Run a `create` argv; returns the container ID (registered for removal by the caller)."""
-    done = proc.run(argv, check=False, timeout=120)
+    done = proc.run(argv, check=False, timeout=120, cwd=cwd)
     if done.returncode != 0:
         raise SensorFailed(
             f"`{' '.join(argv[:3])} …` could not create the container: "

@@ -97,7 +97,9 @@ class Container:
         self.oom_watch.open()  # before the start: an OOM kill while loading rules counts too
         self.container_id = self._create(create)
         self.oom_watch.container_id = self.container_id
-        self.client = sup.start(rt.argv("start", "--attach", self.container_id), name="sensor", stdout=stdout)
+        # conmon (podman) writes its `oom` marker into its working directory: the sample dir.
+        self.client = sup.start(rt.argv("start", "--attach", self.container_id), name="sensor", stdout=stdout,
+                                cwd=self.req.sample_dir)
         state = self._wait_started(self.container_id, self.client)
         if state is not None and state.pid > 0:
             try:
@@ -117,7 +119,7 @@ class Container:
             self.stats.refresh()
             grace = max(1, math.ceil(timeout_s))
             proc.run(self.rt.argv("stop", "-t", str(grace), self.container_id), check=False,
-                     timeout=grace + 60)
+                     timeout=grace + 60, cwd=self.req.sample_dir)
         if self.client is not None:
             sup.stop(self.client, timeout=15.0)
         self.stats.detach()
@@ -170,7 +172,7 @@ class Container:
 
     def _create(self, argv: list[str]) -> str:
         assert self.rt is not None
-        ident = crt.create(argv)
+        ident = crt.create(argv, cwd=self.req.sample_dir)
         self.req.sup.teardown.push(crt.ContainerResource(self.rt.cli, ident, argv[argv.index("--name") + 1]))
         return ident
 
@@ -182,7 +184,7 @@ class Container:
                                limits=crt.Limits(), rw_paths=[], ro_paths=[], workdir=None,
                                command=["sleep", "infinity"], labels={"org.idsbench.run": self.base})
         self.pause_id = self._create(argv)
-        done = proc.run(rt.argv("start", self.pause_id), check=False, timeout=120)
+        done = proc.run(rt.argv("start", self.pause_id), check=False, timeout=120, cwd=self.req.sample_dir)
         state = crt.inspect_state(rt, self.pause_id)
         if done.returncode != 0 or state is None or state.pid <= 0:
             raise EnvironmentMissing(
