@@ -36,6 +36,6 @@ def phases_figure(rows: Sequence[CaseResult]) -> Figure | None:
         if overhead is not None:
             ax.annotate(f"+{overhead:.1f} s", (x, top), ha="center", va="bottom", fontsize=7)
     ax.set_xticks(xs, [_short(r) for r in rows], rotation=30, ha="right", fontsize=8)
-    finish_axes(ax, "case", "seconds (label: wall time beyond the replay)")
+    finish_axes(ax, "case", "seconds")
     legend_once(fig, [ax])
     return fig
