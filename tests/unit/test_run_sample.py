@@ -411,3 +411,13 @@ def test_stack_state_file_lists_live_resources(tmp_path: Path):
     doc = json.loads(stack.state_file.read_text())
     assert doc["resources"] == [{"kind": "test-fake-resource", "module": __name__, "name": "one"}]
     stack.close()
+
+
+def test_the_summary_holds_the_sample_timeline_in_order(tmp_path: Path):
+    s = run_one(tmp_path, Script())
+    names = [p.name for p in s.phases]
+    assert names == ["setup", "sensor_start", "ready", "replay", "drain", "stop", "teardown", "analysis"]
+    starts = [p.start_unix for p in s.phases]
+    assert starts == sorted(starts) and starts[0] >= s.started_unix
+    assert abs(sum(p.duration_s for p in s.phases) - (s.finished_unix - s.started_unix)) < 0.05
+    assert s.overhead_s is not None and s.overhead_s >= 0

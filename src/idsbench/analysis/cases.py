@@ -12,7 +12,7 @@ from idsbench.analysis.sample import METRICS, SampleFigures, sample_figures
 from idsbench.analysis.search import search_fields
 from idsbench.analysis.stats import ci_coverage, cv, median, median_ci
 from idsbench.store.reader import Campaign, CaseInfo, SampleRecord
-from idsbench.store.schema import CaseResult, GroundTruth, SearchResult
+from idsbench.store.schema import PHASES, CaseResult, GroundTruth, SearchResult, phase_seconds
 
 # Metrics whose spread across samples is checked (counts that are fixed by the plan are not).
 CV_CHECKED = ("sent_pkts", "decoded_pkts", "dropped_pkts", "drop_ratio", "sensor_cpu_pct",
@@ -95,8 +95,20 @@ def case_result(cs: CaseSamples, cv_threshold: float = DEFAULT_CV_THRESHOLD,
         samples_failed=len(cs.failed), samples_incomplete=cs.incomplete,
         warnings=tuple(_warnings(cs, cv_threshold)),
         pairs=tuple(sorted({s.summary.pair for s in (cs.used or cs.failed) if s.summary.pair})),
-        extra={**degraded_medians(cs), **search_fields(cs.search)},
+        extra={**degraded_medians(cs), "phases": phase_medians(cs), **search_fields(cs.search)},
     )
+
+
+def phase_medians(cs: CaseSamples) -> dict[str, float]:
+    """`phases`: per phase of the sample timeline (store.schema.PHASES), its median seconds over the ok
+    samples that recorded one (summaries before schema 3 have none: {})."""
+    timed = [phase_seconds(s.summary.phases) for s in cs.used if s.summary.phases]
+    out: dict[str, float] = {}
+    for name in PHASES:
+        value = median([t.get(name, 0.0) for t in timed])
+        if value is not None:
+            out[name] = round(value, 3)
+    return out
 
 
 def degraded_medians(cs: CaseSamples) -> dict[str, object]:

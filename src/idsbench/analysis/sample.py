@@ -139,6 +139,7 @@ class SampleFigures:
     unaccounted_pkts: float | None = None
     alert_recall: float | None = None
     alerts_extra: float | None = None
+    overhead_s: float | None = None            # wall time beyond the replay (the sample's fixed cost)
 
     def get(self, name: str) -> float | None:
         value: float | None = getattr(self, name)
@@ -162,7 +163,7 @@ def sample_figures(sample: SampleRecord, settle_s: float, truth: GroundTruth | N
         host_cpu_pct=res.host_cpu_pct, flows=float(c.flows), stable_after_s=stable,
         decode_ratio=c.decoded_pkts / sent if sent > 0 else None,
         sender_cpu_pct=res.sender_cpu_pct, sensor_host_cpu_pct=res.sensor_host_cpu_pct,
-        **_sender_figures(s), **_waterfall_figures(s), **_recall_figures(s, truth),
+        overhead_s=s.overhead_s, **_sender_figures(s), **_waterfall_figures(s), **_recall_figures(s, truth),
     )
 
 

@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 from idsbench.analysis.overhead import Overhead
 from idsbench.analysis.stats import median
 from idsbench.report.figures_load import overhead_figure, throughput_figure, vs_load_figure
+from idsbench.report.figures_phases import phases_figure
 from idsbench.report.figures_search import recall_figure, search_figure, waterfall_figure
 from idsbench.report.figures_sender import fidelity_figure, lateness_figure
 from idsbench.report.figures_time import cumulative_figure, time_figure
@@ -123,6 +124,11 @@ def _more_figures(figs: FigureSet, campaign: Campaign, rows: Sequence[CaseResult
              "offered (warm trials on one sensor, cold on a fresh one, sender-limited marked), each tolerance's "
              "final bracket and result, the verification and the sender's ceiling.",
              lambda: search_figure(campaign), "the campaign holds no search (`idsbench search`)")
+    figs.add(out_dir, "sample_phases", "Where a sample's time goes",
+             "Per case, the median seconds of each phase of a sample (setup, sensor start, ready: the engine's "
+             "start and rule load, replay, drain, stop, teardown, analysis); the label is the median wall time "
+             "beyond the replay (overhead_s), the fixed cost every sample pays.",
+             lambda: phases_figure(rows), "no sample recorded its timeline (summaries before schema 3)")
     figs.add(out_dir, "loss_waterfall", "Loss waterfall per case",
              "Where the packets sent went, in percent of sent: decoded, still unprocessed at stop, dropped at "
              "the capture ring, in the softnet backlog, by the NIC, lost on the wire, by the sender, or "

@@ -6,10 +6,18 @@ arriving (captured unchanged since the previous record) and, where the capture i
 wire's end, every packet that interface received counted as captured; bounded by
 `timing.drain_timeout_s`.
 A sensor stopped undrained keeps its backlog as `unprocessed_pkts` — named, never a gap.
+
+A sensor about to be stopped (a sample: its final counters, written at exit, are what counts) may
+also be let go once it is `quiet` — read on demand: its interface received nothing new and its CPU
+stayed near idle for a while — instead of waiting for its published counters, which Suricata's
+workers refresh only every 3 s (STATS_WUT_TTS in its counters.c; `dump-counters` on the unix socket
+answers from the same table). The final counters then prove it: a quiet drain that left packets in
+the ring is a stuck sensor (the sample's verdict).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,17 +38,20 @@ class DrainResult:
     waited_s: float
     last: CounterPoint | None
     stuck: bool = False  # it held packets in its ring and processed nothing for STUCK_RECORDS records
+    quiet: bool = False  # drained because it went quiet (the final counters must confirm it)
 
 
 def drain(run: SensorRun, alive: Callable[[], bool], replay_end_unix: float, timeout_s: float, *,
           min_wait_s: float = 0.0, clock: Callable[[], float] = time.monotonic,
           sleep: Callable[[float], None] = time.sleep, interval_s: float = 0.1,
-          uncounted: Callable[[CounterPoint], int | None] = lambda _p: None) -> DrainResult:
+          uncounted: Callable[[CounterPoint], int | None] = lambda _p: None,
+          quiet: Callable[[], bool] | None = None) -> DrainResult:
     """`uncounted(point)`: packets the capture interface received that the sensor's counters do not
     show yet (its capture statistics lag behind, e.g. a starved worker), None where the interface
     cannot tell; drained needs none. Where it can tell, a record after the replay that counts every
     packet the interface received and has nothing left to process is enough; else a second record
-    must show nothing new captured."""
+    must show nothing new captured. `quiet()`: True once the sensor has evidently processed everything
+    (on-demand signals); ends the drain too (after `min_wait_s`), with `quiet=True`."""
     t0 = clock()
     previous: CounterPoint | None = None
     last: CounterPoint | None = None
@@ -66,7 +77,69 @@ def drain(run: SensorRun, alive: Callable[[], bool], replay_end_unix: float, tim
         last = point or last
         if not alive() or waited > timeout_s:
             return DrainResult(False, waited, last)
+        if quiet is not None and waited >= min_wait_s and quiet():
+            return DrainResult(True, waited, last, quiet=True)
         sleep(interval_s)
+
+
+QUIET_S = 0.2          # how long a sensor must stay quiet (several TPACKET_V3 block timeouts: 10 ms)
+QUIET_SHARE = 0.25     # "near idle": at most this share of its CPU allocation …
+QUIET_MAX_CORES = 0.05  # … and at most this much of one core
+
+
+class QuietWatch:
+    """On-demand evidence that a sensor has processed all it received: over the last `window_s`
+    its capture interface received nothing new, it used at most `limit_cores` of CPU and none of its
+    threads was runnable at any look (`runnable()`: a thread with work that waits for a CPU of a busy
+    host uses no CPU time either — measured: a sample whose sensor was only "CPU-quiet" left 59
+    packets in its ring). A sensor with a backlog works or waits to, so it is never quiet; one that
+    is stuck with packets in its ring is, which its final counters then show (unprocessed packets)."""
+
+    def __init__(self, cpu_s: Callable[[], float | None], received: Callable[[], int | None],
+                 allocation_cores: float, *, runnable: Callable[[], bool | None] = lambda: None,
+                 clock: Callable[[], float] = time.monotonic, window_s: float = QUIET_S):
+        self.cpu_s, self.received, self.clock, self.window_s = cpu_s, received, clock, window_s
+        self.runnable = runnable
+        self.limit_cores = min(QUIET_MAX_CORES, QUIET_SHARE * allocation_cores)
+        self._ref: tuple[float, float, int] | None = None  # (t, cpu_s, received) where the quiet began
+
+    def __call__(self) -> bool:
+        t, cpu, rx, waiting = self.clock(), self.cpu_s(), self.received(), self.runnable()
+        if cpu is None or rx is None or waiting is None:
+            self._ref = None
+            return False
+        if waiting:
+            self._ref = (t, cpu, rx)
+            return False
+        ref = self._ref
+        if ref is None or rx != ref[2]:
+            self._ref = (t, cpu, rx)
+            return False
+        span = t - ref[0]
+        if (cpu - ref[1]) > self.limit_cores * max(span, self.window_s):
+            self._ref = (t, cpu, rx)  # busy: the quiet starts again from here
+            return False
+        return span >= self.window_s
+
+
+def any_runnable(pids: list[int]) -> bool | None:
+    """Whether a thread of these processes is running or waits for a CPU (state R) or in an
+    uninterruptible wait (D); None when none of them can be read."""
+    seen = False
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+            except OSError:
+                continue
+            seen = True
+            if stat[stat.rfind(")") + 2:][:1] in ("R", "D"):
+                return True
+    return False if seen else None
 
 
 @dataclass(frozen=True)

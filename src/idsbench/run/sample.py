@@ -19,6 +19,7 @@ from idsbench.plan import Case
 from idsbench.profile.recorder import ProfileOptions, Profiler
 from idsbench.run.context import CampaignContext
 from idsbench.run.session import Phase, SampleDeps, SenderGroup, SensorSession, TrialOutcome, split_cpus
+from idsbench.run.timeline import Timeline
 from idsbench.run.verdict import SampleFacts, Verdict, judge
 from idsbench.sensors.base import CounterPoint, Counters, SensorRun
 from idsbench.store import atomic
@@ -59,11 +60,13 @@ class SampleRun:
         self.outcome: TrialOutcome | None = None
         self.setup_failure: str | None = None
         self.profile: ProfileRecord | None = None
+        self.timeline = Timeline(self.deps.wall, self.deps.monotonic)
 
     def run(self) -> SampleOutcome:
         ctx, case = self.ctx, self.case
-        sample_dir = ctx.layout.fresh_sample_dir(self.case_id, self.index)
+        self.timeline.enter("setup")
         started = self.deps.wall()
+        sample_dir = ctx.layout.fresh_sample_dir(self.case_id, self.index)
         try:
             with self.deps.make_stack(ctx.state_dir) as stack:
                 self._run_in(stack, sample_dir)
@@ -74,13 +77,14 @@ class SampleRun:
             if facts is None or facts.sensor_failure is None:
                 self.setup_failure = f"{case.setup} setup failed: {exc}"
         self.phase("collect")
+        self.timeline.enter("analysis")
         summary, warnings = self._collect(sample_dir, started)
         atomic.write_json(sample_dir / SUMMARY_FILE, summary.to_json())
         return SampleOutcome(summary, warnings)
 
     def _run_in(self, stack: TeardownStack, sample_dir: Path) -> None:
         session = self.session = SensorSession(self.ctx, self.case, sample_dir, self.deps, stack,
-                                               f"{stack.run_id}-s{self.index}", self.phase)
+                                               f"{stack.run_id}-s{self.index}", self.phase, self.timeline)
         try:
             if session.open():
                 plan = session.plan(self.case, self.ctx.replay_paths(self.case), sample_dir)
@@ -88,12 +92,13 @@ class SampleRun:
                 if profiler is not None:
                     profiler.start()
                 try:
-                    self.outcome = session.trial(plan)
+                    self.outcome = session.trial(plan, stop_after=True)
                 finally:
                     if profiler is not None:
                         self.profile = profiler.stop()
         finally:
             session.close()
+            self.timeline.enter("teardown")  # the stack closes next
 
     def _profiler(self, session: SensorSession, sample_dir: Path) -> Profiler | None:
         cfg = self.ctx.spec.profile
@@ -142,6 +147,7 @@ class SampleRun:
             warnings.append(f"{detection.marker_alerts} marker alerts, expected {detection.expected_marker_alerts} "
                             "with no drops: the sensor missed (or added) detections")
         labels = [*(facts.labels if facts else []), *verdict.labels]
+        self.timeline.end()  # the analysis ends here: the summary is built and written next
         summary = SampleSummary(
             campaign=ctx.spec.name, case_id=self.case_id, sample=self.index,
             case=CaseParams.model_validate(case.params()), status=verdict.status, reason=verdict.reason,
@@ -151,7 +157,7 @@ class SampleRun:
             drained=outcome.drain.drained if outcome else None, sensor_stop_unix=facts.stop_unix if facts else None,
             sensor_exit=facts.exit_code if facts else None, sensor_oom_kills=int(facts.oom) if facts else 0,
             sensor=sensor, wire=outcome.wire if outcome else None, invisible=facts.invisible if facts else (),
-            eve=integrity, detection=detection, profile=self.profile,
+            eve=integrity, detection=detection, profile=self.profile, phases=self.timeline.records(),
         )
         return summary, warnings
 
@@ -161,9 +167,13 @@ class SampleRun:
         facts = self.session.facts if self.session else None
         expected = case.replayers * case.loops * self.trace.packets if case.duration_s is None else None
         wf = None
+        stuck = outcome.drain.stuck if outcome else False
         if counters is not None and outcome is not None:  # the final counters: the sample is one trial
             wf = waterfall_of(outcome.replay.record.sent_pkts, outcome.wire, counters,
                                  facts.invisible if facts else ())
+            # a drain that ended because the sensor went quiet is confirmed by the final counters: packets
+            # still in its ring then mean it stood idle with them (stuck)
+            stuck = stuck or (outcome.drain.quiet and counters.unprocessed_pkts > 0)
         damage = None
         if integrity is not None and (integrity.corrupt_lines or integrity.truncated_tail):
             damage = (f"{integrity.path}: {integrity.corrupt_lines} corrupt line(s)"
@@ -174,7 +184,7 @@ class SampleRun:
             oom=facts.oom if facts else False, counters=counters, waterfall=wf,
             memory=facts.memory if facts else None, memory_starved=facts.memory_starved if facts else False,
             wire_impaired=self.ctx.spec.wire.impair.active, drained=outcome.drain.drained if outcome else True,
-            stuck=outcome.drain.stuck if outcome else False, event_log_damage=damage))
+            stuck=stuck, event_log_damage=damage))
 
     def _detection(self, run: SensorRun) -> Detection | None:
         """With the marker rules loaded on a synthesized trace, the marker alert count is known."""

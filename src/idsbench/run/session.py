@@ -29,8 +29,9 @@ from idsbench.monitor.sensor import CgroupSource, CgroupStats, ProcessGroup
 from idsbench.plan import Case
 from idsbench.proc import Supervisor
 from idsbench.run.context import CampaignContext
-from idsbench.run.drain import DrainResult, WireSnapshot, drain, wire_record, wire_snapshot
+from idsbench.run.drain import DrainResult, QuietWatch, WireSnapshot, any_runnable, drain, wire_record, wire_snapshot
 from idsbench.run.replay import ReplayOutcome, ReplayPlan, Sender, TrafficSender, replay_plan
+from idsbench.run.timeline import Timeline
 from idsbench.run.verdict import describe_exit
 from idsbench.sensors.base import CounterPoint, Counters, SensorRun
 from idsbench.setups.base import Launched, Setup, SetupRequest
@@ -99,6 +100,10 @@ class SampleDeps:
     monotonic: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
     available_cpus: Callable[[], list[int]] = lambda: sorted(os.sched_getaffinity(0))
+    # Benchmark-only switch (benchmarks/bench_overhead.py compares both paths in one run): True runs a
+    # sample as before issue 23 — wait for the sensor's first published counters before the replay,
+    # and drain by published counters only (no quiet drain). Nothing else sets it.
+    bench_old_path: bool = False
 
 
 def split_cpus(available: list[int], sensor_cpuset: list[int] | None) -> tuple[list[int], list[int] | None]:
@@ -185,9 +190,11 @@ class SessionFacts:
 
 class SensorSession:
     def __init__(self, ctx: CampaignContext, case: Case, sample_dir: Path, deps: SampleDeps, stack: TeardownStack,
-                 name: str, phase: Phase = lambda _p: None):
+                 name: str, phase: Phase = lambda _p: None, timeline: Timeline | None = None):
+        """`timeline`: where the session's phases go (a sample's; else its own)."""
         self.ctx, self.case, self.sample_dir, self.deps = ctx, case, sample_dir, deps
         self.stack, self.name, self.phase = stack, name, phase
+        self.timeline = timeline or Timeline(deps.wall, deps.monotonic)
         self.sup = Supervisor(stack)
         self.engine = ctx.engine(case)
         self.trace = ctx.traces[case.trace]
@@ -207,6 +214,8 @@ class SensorSession:
     def open(self) -> bool:
         """Build everything and start the sensor; False (facts say why) when it did not get ready."""
         ctx, case, deps, f = self.ctx, self.case, self.deps, self.facts
+        if self.timeline.current is None:
+            self.timeline.enter("setup")
         self.sender_cpus, sensor_cpus = split_cpus(deps.available_cpus(), ctx.spec.setup.cpuset)
         setup = self.setup = deps.make_setup(case.setup, SetupRequest(
             sup=self.sup, engine=self.engine, name=self.name, sample_dir=self.sample_dir, cpus=case.cpus,
@@ -236,10 +245,12 @@ class SensorSession:
                                          wire, stats, sources)
         self.monitor.start()
         self.phase("sensor start")
+        self.timeline.enter("sensor_start")
         child = self.child = setup.launch(run.argv, stdout=self.sample_dir / "stdout.txt")
         # A sensor stuck at its memory limit may stall in reclaim instead of being OOM-killed:
         # the wait ends once its group sat there for a few seconds (cgroups.StarvationWatch).
         watch = cgroups.StarvationWatch(stats.memory_events) if isinstance(stats, cgroups.MemoryReadable) else None
+        self.timeline.enter("ready")  # until the replay starts: the engine's start (rule load) and first counters
         try:
             f.ready_s = run.wait_ready(watch.guard(child.poll) if watch else child.poll,
                                        ctx.spec.sensor.ready_timeout_s)
@@ -273,25 +284,34 @@ class SensorSession:
                            self.ctx.spec.timing.replay_timeout_s, self.sender.procs_files,
                            impaired=self.ctx.spec.wire.impair.active)
 
-    def trial(self, plan: ReplayPlan, *, settle_s: float | None = None, measure_cpu: bool = False) -> TrialOutcome:
+    def trial(self, plan: ReplayPlan, *, settle_s: float | None = None, measure_cpu: bool = False,
+              stop_after: bool = False, timeline: Timeline | None = None) -> TrialOutcome:
         """Replay `plan` on the running sensor and wait until it processed what it captured.
-        `measure_cpu`: also read the sensor's CPU time around the replay (`TrialOutcome.cpu`)."""
+        `measure_cpu`: also read the sensor's CPU time around the replay (`TrialOutcome.cpu`).
+        `stop_after`: the sensor is stopped next and its final counters count (a sample): the drain may
+        end once the sensor is quiet (`QuietWatch`), and the trial's own counters may then be short.
+        `timeline`: where the replay and drain phases go (default: the session's)."""
         assert self.wire is not None and self.monitor is not None and self.run is not None, "open() first"
         deps, run = self.deps, self.run
+        tl = timeline or self.timeline
         start_point = self._baseline()
         idle_rate = self._idle_rate() if measure_cpu else None
         before = deps.snapshot(self.wire)
         self.monitor.sample_now()  # a row exactly at replay start and end
         self.phase("replay")
+        tl.enter("replay")
         cpu_start, t_start = self.cpu_seconds(), deps.monotonic()
         replay = deps.sender.replay(self.sup, plan)
         cpu_end, t_end = self.cpu_seconds(), deps.monotonic()
         self.monitor.sample_now()
         self.phase("drain")
+        tl.enter("drain")
         timing = self.ctx.spec.timing
+        quiet = self._quiet_watch() if stop_after and not deps.bench_old_path else None
         drained = drain(run, self.alive, replay.record.end_unix, timing.drain_timeout_s,
                         min_wait_s=timing.settle_s if settle_s is None else settle_s,
-                        clock=deps.monotonic, sleep=deps.sleep, uncounted=self.uncounted)
+                        clock=deps.monotonic, sleep=deps.sleep, uncounted=self.uncounted, quiet=quiet,
+                        interval_s=0.05 if quiet is not None else 0.1)
         cpu_drained, t_drained = self.cpu_seconds(), deps.monotonic()
         cpu = None
         if idle_rate is not None and cpu_start is not None and cpu_end is not None and cpu_drained is not None:
@@ -310,6 +330,21 @@ class SensorSession:
         wf = waterfall_of(replay.record.sent_pkts, wire, counters, self.facts.invisible) if counters else None
         return TrialOutcome(replay, drained, wire, counters, wf, alive, cpu)
 
+    def _quiet_watch(self) -> QuietWatch | None:
+        """Where the sensor's CPU time and its capture interface (the wire's end) can be read."""
+        if self.facts.invisible or self.wire is None or self.cpu_seconds() is None or not self.sensor_pids():
+            return None
+        wire = self.wire
+
+        def received() -> int | None:
+            ends = self.deps.snapshot(wire)
+            return None if ends.sensor is None else ends.sensor.rx_pkts + ends.sensor.rx_dropped
+
+        sensor_cpus = self.facts.placement.sensor_cpus if self.facts.placement else None
+        allocation = self.case.cpus or float(len(sensor_cpus or self.deps.available_cpus()) or 1)
+        return QuietWatch(self.cpu_seconds, received, allocation, clock=self.deps.monotonic,
+                          runnable=lambda: any_runnable(self.sensor_pids()))
+
     def _idle_rate(self) -> float | None:
         """Cores the sensor uses with nothing to do, over IDLE_PROBE_S before a replay."""
         c0, t0 = self.cpu_seconds(), self.deps.monotonic()
@@ -325,6 +360,14 @@ class SensorSession:
         if self._last_point is not None:
             return self._last_point
         assert self.run is not None and self.wire is not None
+        if not self.deps.bench_old_path:
+            # A sensor that just started has counted nothing: its counters are zero until the replay's
+            # first packet (the quiet wire carries nothing else), so there is no need to wait for the
+            # first record it publishes (up to a stats interval after it is ready).
+            zero = CounterPoint(self.deps.wall(), 0.0, Counters())
+            if not self.facts.invisible:
+                self._origin = (self.deps.snapshot(self.wire), zero)
+            return zero
         deadline = self.deps.monotonic() + FIRST_STATS_TIMEOUT_S
         point = self.run.live_counters()
         while point is None and self.alive() and self.deps.monotonic() < deadline:
@@ -378,6 +421,7 @@ class SensorSession:
     # --- closing ------------------------------------------------------------------------------
     def close(self) -> None:
         """Monitor stop (the series ends while the sensor still runs), graceful stop, OOM check."""
+        self.timeline.enter("stop")
         if self.monitor is not None:
             self.monitor.stop()
         if self.setup is None or self.child is None or self.facts.ready_s is None:

@@ -25,6 +25,7 @@ from idsbench.plan import Case
 from idsbench.run.context import CampaignContext
 from idsbench.run.sample import SampleRun
 from idsbench.run.session import Phase, SampleDeps, SensorSession, TrialOutcome
+from idsbench.run.timeline import Timeline
 from idsbench.search.axis import Axis, axis_for
 from idsbench.search.bracket import Bracket, BracketSearch, Observation, step_back
 from idsbench.sensors.base import Counters
@@ -156,6 +157,8 @@ class CaseSearch:
         return axis
 
     def _warm_trial(self, session: SensorSession, axis: Axis, value: float | None) -> TrialRecord:
+        timeline = Timeline(self.deps.wall, self.deps.monotonic)
+        timeline.enter("setup")
         if not session.alive():
             record = self._failed_record(axis, value, "warm", session.facts.sensor_failure or "the sensor is gone")
             self.trials.append(record)
@@ -168,8 +171,11 @@ class CaseSearch:
         out = self.dir / f"t{len(self.trials)}"
         out.mkdir(parents=True, exist_ok=True)
         plan = session.plan(case, self._fresh_flows(case), out)
-        outcome = session.trial(plan, settle_s=0.0, measure_cpu=True)
+        outcome = session.trial(plan, settle_s=0.0, measure_cpu=True, timeline=timeline)
+        timeline.enter("analysis")
         record = self._record(axis, value, "warm", outcome, len(self.trials))
+        timeline.end()
+        record = record.model_copy(update={"phases": timeline.records()})
         self.trials.append(record)
         if not _accounted(record) and record.sensor_failed is None:
             w = record.waterfall

@@ -15,9 +15,9 @@ from typing import Any
 
 from idsbench.store.layout import CAMPAIGN_FILE, CASES_DIR, COUNTERS_FILE, MONITOR_FILE, SUMMARY_FILE
 from idsbench.store.reader import Campaign
-from idsbench.store.schema import CASE_METRICS, CaseResult, SampleSummary
+from idsbench.store.schema import CASE_METRICS, CaseResult, SampleSummary, phase_seconds
 
-SCHEMA_VERSION = "3"  # 3: every case metric (sender, loss waterfall, recall) is a column
+SCHEMA_VERSION = "4"  # 3: every case metric (sender, loss waterfall, recall) is a column; 4: overhead_s, phases
 SERIES_FILES = (SUMMARY_FILE, COUNTERS_FILE, MONITOR_FILE)  # what the digest watches (not eve.json)
 # Stored as columns: the case medians (and their CIs) of CASE_METRICS, and the per-sample figures.
 SAMPLE_FIGURES = (*CASE_METRICS, "decode_ratio")
@@ -46,7 +46,7 @@ SAMPLE_COLUMNS: dict[str, str] = {
     "reason": "VARCHAR", "path": "VARCHAR", "start_unix": "DOUBLE", "end_unix": "DOUBLE",
     **{m: "DOUBLE" for m in SAMPLE_FIGURES},
     "labels": "VARCHAR[]", "warnings": "VARCHAR[]", "sensor_version": "VARCHAR",
-    "figures": "MAP(VARCHAR, DOUBLE)", "summary": "JSON",
+    "phases": "MAP(VARCHAR, DOUBLE)", "figures": "MAP(VARCHAR, DOUBLE)", "summary": "JSON",
 }
 
 
@@ -160,6 +160,7 @@ def _sample_row(analysed: AnalysedCampaign, campaign_id: str, case_id: str, inde
         "labels": list(summary.labels) if summary else [],
         "warnings": list(summary.warnings) if summary else [],
         "sensor_version": summary.sensor.version if summary else None,
+        "phases": phase_seconds(summary.phases) if summary else {},
         "figures": flatten_numbers(doc or {}),
         "summary": json.dumps(doc) if doc is not None else None,
     }

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from idsbench.counters import Counters
 
-SUMMARY_SCHEMA = 2
+SUMMARY_SCHEMA = 3  # 3: `phases` (the sample's timeline)
 CAMPAIGN_SCHEMA = 2
 
 # A sample's verdict (docs/architecture.md, "Sample verdicts"). Only `ok` samples enter medians.
@@ -191,6 +191,27 @@ class ProfileRecord(Record):
     notes: tuple[str, ...] = ()
 
 
+# A sample's timeline, in order; every second of its wall time lies in exactly one of them
+# (docs/architecture.md "Runner"). A warm search trial has setup (its preparation), replay, drain, analysis.
+PHASES = ("setup", "sensor_start", "ready", "replay", "drain", "stop", "teardown", "analysis")
+
+
+class PhaseRecord(Record):
+    """One phase of a sample's (or a search trial's) timeline."""
+
+    name: str
+    start_unix: float
+    duration_s: float
+
+
+def phase_seconds(phases: tuple[PhaseRecord, ...]) -> dict[str, float]:
+    """{name: seconds} (a name that occurs twice is summed)."""
+    out: dict[str, float] = {}
+    for p in phases:
+        out[p.name] = out.get(p.name, 0.0) + p.duration_s
+    return out
+
+
 class SampleSummary(Record):
     """summary.json: written last and atomically; a sample is complete iff it exists."""
 
@@ -220,11 +241,27 @@ class SampleSummary(Record):
     detection: Detection | None = None
     pair: str | None = None              # "sender/sensor" host names of a sample run on hosts
     profile: ProfileRecord | None = None  # [profile]: where the sensor's CPU went in this sample
+    phases: tuple[PhaseRecord, ...] = ()  # schema 3: the timeline (PHASES), empty in older summaries
 
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)
+
+    @property
+    def wall_s(self) -> float:
+        return max(0.0, self.finished_unix - self.started_unix)
+
+    @property
+    def overhead_s(self) -> float | None:
+        """The sample's wall time beyond its replay (the fixed cost of a sample); None without a replay.
+        Older summaries (no timeline) get it from their start, finish and replay times."""
+        replay = phase_seconds(self.phases).get("replay") if self.phases else None
+        if replay is None and self.replay is not None:
+            replay = max(0.0, self.replay.end_unix - self.replay.start_unix)
+        if replay is None or not self.finished_unix:
+            return None
+        return round(max(0.0, self.wall_s - replay), 3)
 
 
 class WaterfallRecord(Record):
@@ -264,6 +301,15 @@ class TrialRecord(Record):
     sensor_failed: str | None = None
     started_unix: float = 0.0
     ended_unix: float = 0.0
+    phases: tuple[PhaseRecord, ...] = ()    # its timeline: setup (its preparation), replay, drain, analysis
+
+    @property
+    def overhead_s(self) -> float | None:
+        """The trial's wall time beyond its replay (None without a timeline)."""
+        if not self.phases:
+            return None
+        seconds = phase_seconds(self.phases)
+        return round(sum(seconds.values()) - seconds.get("replay", 0.0), 3)
 
     @property
     def kept_up_lossless(self) -> bool:
@@ -378,7 +424,9 @@ CASE_METRICS = ("trace_pkts", "sent_pkts", "captured_pkts", "dropped_pkts", "dec
                 "loss_sender_pkts", "loss_wire_pkts", "loss_nic_pkts", "loss_softnet_pkts", "loss_capture_pkts",
                 "unprocessed_pkts", "unaccounted_pkts",
                 # detection under load, against the offline ground truth (when there is one)
-                "alert_recall", "alerts_extra")
+                "alert_recall", "alerts_extra",
+                # the sample's wall time beyond its replay (SampleSummary.overhead_s)
+                "overhead_s")
 
 
 class CaseResult(Record):
