@@ -95,6 +95,12 @@ REGISTRY: dict[str, Metric] = {m.key: m for m in (
 )}
 
 
+# What `idsbench trend` follows by default: NDR/PDR, CPU per packet (and the sensor's CPU), drops,
+# alerts, recall, memory.
+TREND_METRICS = ("ndr_pps", "pdr_pps", "sensor_us_per_pkt", "sensor_cpu_pct", "drop_ratio", "alerts", "alert_recall",
+                 "sensor_rss_peak_bytes")
+
+
 def metric(key: str) -> Metric:
     """The registered metric, or a neutral one named after the key (never an error: later analyses
     may add metrics this registry does not know yet)."""

@@ -140,3 +140,17 @@ def test_an_older_index_schema_asks_for_a_rebuild(tmp_path: Path):
     con.close()
     with pytest.raises(InputError, match="rebuild it with `idsbench index"):
         keyed_cases(root)
+
+
+def test_pruned_grouping_equals_jumpavg_classify():
+    import random
+
+    from idsbench.analysis.trend import group_sizes
+
+    rng = random.Random(2)
+    for n in [40] * 15 + [150] * 5:
+        levels = [rng.choice([40, 41, 44, 48, 60]) for _ in range(5)]
+        cuts = sorted(rng.sample(range(1, n), 4))
+        runs = [[levels[sum(i >= c for c in cuts)] * (1 + rng.gauss(0, rng.choice([0.01, 0.03, 0.06])))
+                 for _ in range(rng.choice([1, 3, 6]))] for i in range(n)]
+        assert group_sizes(runs) == group_sizes(runs, prune_bits=None)

@@ -17,6 +17,9 @@ from typing import Any
 
 from idsbench.analysis.cases import case_table
 from idsbench.analysis.effect import DEFAULT_MIN_EFFECT_PCT, Verdict, effect
+from idsbench.analysis.values import ci_of as _ci
+from idsbench.analysis.values import median_of as _median
+from idsbench.analysis.values import sample_values
 from idsbench.errors import InputError
 from idsbench.metrics import metric
 from idsbench.probe.diff import diff_paths
@@ -86,27 +89,6 @@ def _varying(rows: Sequence[CaseResult]) -> set[str]:
 def _constant(rows: Sequence[CaseResult], key: str) -> Any:
     values = {repr(_param(r, key)): _param(r, key) for r in rows}
     return next(iter(values.values())) if len(values) == 1 else None
-
-
-def sample_values(r: CaseResult, key: str) -> tuple[float | None, ...]:
-    """A case's per-sample values of `key`: its ok samples' figures, a search's repeats, or the one value."""
-    if r.values.get(key):
-        return r.values[key]
-    repeats = r.extra.get(key.replace("_pps", "_repeats")) if key.endswith("_pps") else None
-    if isinstance(repeats, list) and repeats:
-        return tuple(float(v) for v in repeats if isinstance(v, (int, float)))
-    value = _median(r, key)
-    return () if value is None else (value,)
-
-
-def _median(r: CaseResult, key: str) -> float | None:
-    value = r.medians.get(key, r.extra.get(key))
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _ci(r: CaseResult, key: str) -> tuple[float, float] | None:
-    ci = r.cis.get(key) or r.extra.get(f"{key}_ci")
-    return (float(ci[0]), float(ci[1])) if isinstance(ci, (list, tuple)) and len(ci) == 2 and None not in ci else None
 
 
 def metric_delta(b: CaseResult, c: CaseResult, key: str,

@@ -3,7 +3,8 @@ against a smallest effect worth reporting (`min_effect_pct`, default 2%).
 
 Method (docs/architecture.md, "Results"): the effect is median(contender) / median(base) − 1, in
 percent; its CI is the percentile bootstrap of that ratio (each side resampled with replacement,
-`ROUNDS` rounds, a fixed seed: the same samples always give the same CI). Verdicts, with m =
+`ROUNDS` rounds, a fixed seed: the same samples always give the same CI; a side of more than
+`stats.LARGE_N` values draws its medians from their normal approximation instead). Verdicts, with m =
 min_effect_pct and [lo, hi] the CI:
 - "same": the whole CI lies inside ±m (no difference beyond m, at this confidence);
 - "higher" / "lower": the CI excludes 0 and the effect itself is at least m in that direction;
@@ -24,6 +25,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+
+from idsbench.analysis.stats import LARGE_N, median_ci
 
 Verdict = Literal["higher", "lower", "same", "inconclusive", "n/a"]
 VERDICTS: tuple[Verdict, ...] = ("higher", "lower", "same", "inconclusive", "n/a")
@@ -53,6 +56,11 @@ def _clean(values: Sequence[float | None]) -> np.ndarray:
 def _boot_medians(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     if len(values) == 1:
         return np.full(ROUNDS, values[0])
+    if len(values) > LARGE_N:
+        # many values (a long trend segment): the median's sampling distribution is normal; its SE from
+        # the distribution-free 95% interval of the median (resampling thousands of values is slow)
+        lo, hi = median_ci(values.tolist()) or (0.0, 0.0)
+        return rng.normal(float(np.median(values)), (hi - lo) / (2 * 1.959964), ROUNDS)
     picks = rng.integers(0, len(values), size=(ROUNDS, len(values)))
     return np.asarray(np.median(values[picks], axis=1))
 

@@ -23,14 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from idsbench.analysis.compare import sample_values
 from idsbench.analysis.effect import DEFAULT_MIN_EFFECT_PCT, Effect, effect
 from idsbench.analysis.stats import median, median_ci
-from idsbench.metrics import metric
-from idsbench.store.casekey import CampaignFacts, KeyedCase
+from idsbench.analysis.values import sample_values
+from idsbench.metrics import TREND_METRICS, metric
+from idsbench.store.casekey import SOFTWARE_PARTS, CampaignFacts, KeyedCase
 
-TREND_METRICS = ("ndr_pps", "pdr_pps", "sensor_us_per_pkt", "sensor_cpu_pct", "drop_ratio", "alerts", "alert_recall",
-                 "sensor_rss_peak_bytes")
+__all__ = ["TREND_METRICS", "Change", "Segment", "TrendPoint", "TrendSeries", "build_series", "regression_failures",
+           "segment_series", "what_changed"]
+
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ def _point(r: KeyedCase, key: str) -> TrendPoint | None:
     if value is None:
         return None
     ci = r.result.cis.get(key) or r.result.extra.get(f"{key}_ci")
-    software = {k: v for k, v in r.key.fields().items() if k not in r.key.series_fields}
+    software = {k: v for k, v in r.key.fields().items() if k in SOFTWARE_PARTS}
     return TrendPoint(r.campaign_id, r.created_unix, float(value),
                       (float(ci[0]), float(ci[1])) if ci and None not in ci else None, samples or (float(value),), software)
 
@@ -121,18 +122,48 @@ def _segment(points: Sequence[TrendPoint], start: int, end: int) -> Segment:
     return Segment(start, end, median(values), median_ci(pooled) if len(pooled) > 1 else None)
 
 
-def _jumpavg_bounds(points: Sequence[TrendPoint]) -> list[int]:
-    """Start indexes of jumpavg's groups (always begins with 0)."""
+PRUNE_BITS = 30.0  # a candidate grouping this many bits longer than the best is dropped (see group_sizes)
+
+
+def group_sizes(runs: Sequence[Sequence[float]], prune_bits: float | None = PRUNE_BITS) -> list[int]:
+    """Sizes of jumpavg's groups of `runs` (each a point's samples), in order.
+
+    `prune_bits=None` is `jumpavg.classify` itself, which keeps one candidate grouping per possible
+    start of the last group: O(n²) (5 s for 500 points here). With `prune_bits`, a candidate whose
+    description is longer than the best one's by more than that is dropped, as PELT prunes change
+    points (starting a new group costs far fewer bits, so it cannot win back): 0.25 s for 500 points,
+    the same groups as classify on every series of tests/unit/test_trend.py."""
     import jumpavg  # CSIT's library: imported when a trend is asked for
 
+    if prune_bits is None:
+        return [len(g) for g in jumpavg.classify([list(r) for r in runs])]
+    values = [jumpavg.AvgStdevStats.for_runs(list(r)) if len(r) > 1 else float(r[0]) for r in runs]
+    max_value = max(v for r in runs for v in r)
+    unit = max_value / (2.0 ** 13 - 1.0)  # classify's default resolution: 12 significant bits per sample
+    record = jumpavg.BitCountingGroupList(max_value=max_value, unit=unit)
+    candidates: list[Any] = []
+    for value in values:
+        fresh = record.copy_fast().append_group_of_runs([value])
+        record = fresh
+        for glist in candidates:
+            glist.append_run_to_to_last_group(value)
+            if glist.bits < record.bits:
+                record = glist
+        candidates.append(fresh)
+        limit = record.bits + prune_bits
+        candidates = [g for g in candidates if g.bits <= limit]
+    return [len(g) for g in record]
+
+
+def _jumpavg_bounds(points: Sequence[TrendPoint]) -> list[int]:
+    """Start indexes of jumpavg's groups (always begins with 0)."""
     runs = [list(p.samples) for p in points]
     if len(points) < 2 or len({v for r in runs for v in r}) < 2 or max(v for r in runs for v in r) <= 0:
         return [0]
-    groups = jumpavg.classify(runs)
     starts, at = [], 0
-    for group in groups:
+    for size in group_sizes(runs):
         starts.append(at)
-        at += len(group)
+        at += size
     return starts
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from idsbench.analysis.cases import case_table
 from idsbench.analysis.trend import Explain, explainer
 from idsbench.store.casekey import CampaignFacts, KeyedCase, case_key
 from idsbench.store.reader import load_campaign, read_probe_doc
@@ -13,6 +12,7 @@ from idsbench.store.reader import load_campaign, read_probe_doc
 
 def from_dirs(dirs: Sequence[Path]) -> tuple[list[KeyedCase], Explain]:
     """Every case of the given campaigns (id = the directory as given), and their facts."""
+    from idsbench.analysis.cases import case_table  # the whole analysis: only for directories
     cases: list[KeyedCase] = []
     facts: dict[str, CampaignFacts] = {}
     engines: dict[str, str] = {}

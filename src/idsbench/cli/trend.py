@@ -12,7 +12,7 @@ from idsbench.store.index_paths import DEFAULT_ROOT, index_file
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from idsbench.analysis.trend import TREND_METRICS
+    from idsbench.metrics import TREND_METRICS
 
     p = subparsers.add_parser(
         "trend", help="one case over many campaigns: changes found (jumpavg), judged by effect size, explained",
@@ -40,6 +40,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def run(args: argparse.Namespace) -> int:
     from idsbench.analysis import trend as tr
     from idsbench.analysis.trend_load import from_dirs, from_index
+    from idsbench.metrics import TREND_METRICS
     from idsbench.report import trend_out
 
     if not args.min_effect > 0:
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dirs and args.index is not None:
         raise SpecError("give either --index DIR or campaign directories, not both.",
                         fix="drop --index to follow the directories given, or drop the directories.")
-    metrics = tuple(args.metric or tr.TREND_METRICS)
+    metrics = tuple(args.metric or TREND_METRICS)
     if args.dirs:
         cases, explain = from_dirs(args.dirs)
     else:

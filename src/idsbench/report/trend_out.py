@@ -8,14 +8,14 @@ import json
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-
-import jinja2
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from idsbench.analysis.trend import TrendSeries, segment_text
 from idsbench.metrics import metric
-from idsbench.report.style import finish_axes, new_figure, save
 from idsbench.report.tables import text_table
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 KIND_COLORS = {"regression": "#b42318", "progression": "#1a7f37"}
 
@@ -51,6 +51,8 @@ def to_table(series: Sequence[TrendSeries]) -> str:
 
 
 def trend_figure(s: TrendSeries) -> Figure:
+    from idsbench.report.style import finish_axes, new_figure  # matplotlib: only for the page
+
     m = metric(s.metric)
     fig, axes = new_figure(1, 1, f"{m.title}: {s.key.get('case')}")
     ax = axes[0][0]
@@ -82,6 +84,10 @@ def trend_figure(s: TrendSeries) -> Figure:
 
 
 def to_html(series: Sequence[TrendSeries], failures: Sequence[str] = ()) -> str:
+    import jinja2
+
+    from idsbench.report.style import save
+
     env = jinja2.Environment(loader=jinja2.PackageLoader("idsbench.report", "templates"), autoescape=True)
     plots = []
     with tempfile.TemporaryDirectory(prefix="idsbench-trend-") as tmp:
