@@ -302,7 +302,7 @@ class Profile(_Frozen):
 class Spec(_Frozen):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     description: str = ""
-    samples: int = Field(3, ge=1, le=1000)
+    samples: int = Field(6, ge=1, le=1000)  # 6: the fewest whose min..max CI of the median covers 95%
     traffic: Traffic = Field(default_factory=Traffic)
     sensor: Sensor = Field(default_factory=Sensor)
     setup: Setup = Field(default_factory=Setup)

@@ -54,15 +54,20 @@ def test_cpu_limit_comparison_shows_expected_directions(tmp_path: Path):
     # at 2X the tight limit caps CPU (80 -> 48, lower); at 1X it is higher (40 -> 48)
     assert r2.metrics["sensor_cpu_pct"].direction == "lower"
     assert r1.metrics["sensor_cpu_pct"].direction == "higher"
-    assert r1.metrics["sent_pkts"].direction == "same"  # equal CIs overlap
+    assert r1.metrics["sent_pkts"].direction == "same"  # equal samples: no difference
+    assert r2.metrics["sensor_cpu_pct"].better == "better" and decoded.better == "worse"
+    assert drops.effect_pct is None and drops.verdict == "higher"  # from 0: no ratio, the difference decides
+    assert decoded.effect_ci is not None and decoded.effect_ci[1] < -2
 
 
-def test_overlapping_cis_are_not_called_a_difference(tmp_path: Path):
+def test_a_wide_spread_is_inconclusive_not_a_difference(tmp_path: Path):
     a = write_campaign(tmp_path / "a", [FakeCase(sensor_cpu=[40.0, 50.0, 60.0])], name="a")
     b = write_campaign(tmp_path / "b", [FakeCase(sensor_cpu=[45.0, 52.0, 58.0])], name="b")
     cmp = compare_campaigns(load_campaign(a), load_campaign(b))
     cpu = cmp.rows[0].metrics["sensor_cpu_pct"]
-    assert cpu.diff == 2 and cpu.ci_overlap is True and cpu.direction == "same"
+    assert cpu.diff == 2 and cpu.ci_overlap is True
+    assert cpu.verdict == cpu.direction == "inconclusive" and cpu.samples_needed is not None and cpu.samples_needed > 3
+    assert cpu.effect_pct == pytest.approx(4.0) and cpu.effect_ci[0] < 0 < cpu.effect_ci[1]
 
 
 def test_unmatched_cases_are_listed(tmp_path: Path):
@@ -82,7 +87,9 @@ def test_renderers(tmp_path: Path):
     assert doc["base"] == "loose" and len(doc["rows"]) == 2
     rows = list(csv.DictReader(io.StringIO(_cli(["compare", str(a), str(b), "--format", "csv"]))))
     drop = next(r for r in rows if r["metric"] == "dropped_pkts" and r["case"] == "replayers=2")
-    assert drop["direction"] == "higher" and float(drop["diff"]) == 8000
+    assert drop["direction"] == drop["verdict"] == "higher" and float(drop["diff"]) == 8000
+    cpu = doc["rows"][0]["metrics"]["sensor_cpu_pct"]
+    assert set(cpu) >= {"effect_pct", "effect_ci", "verdict", "samples_needed"}
     html = _cli(["compare", str(a), str(b), "--format", "html"])
     assert html.startswith("<!DOCTYPE html>") and "http" not in html and "class=\"higher\"" in html
 
@@ -116,3 +123,38 @@ def test_host_differences_are_flagged(tmp_path: Path):
     assert "boot.isolcpus" in text and "cmdline" in text
     assert "spec.sensor.set.max-pending-packets" in text and "1024" in text and "4096" in text
     assert "host differs (probe.json, sensor.set)" in compare_out.to_table(cmp)
+
+
+def _gate(argv: list[str]) -> tuple[int, str]:
+    parser = argparse.ArgumentParser()
+    compare_cli.add_parser(parser.add_subparsers())
+    args = parser.parse_args(argv)
+    err = io.StringIO()
+    from contextlib import redirect_stderr
+
+    with redirect_stdout(io.StringIO()), redirect_stderr(err):
+        code = args.func(args)
+    return code, err.getvalue()
+
+
+def test_gate_fails_on_a_real_regression_and_passes_inside_the_noise(tmp_path: Path):
+    from idsbench.analysis.gate import parse_conditions
+
+    jit = [1.0, 1.01, 0.99, 1.005, 0.995, 1.0]
+    a = write_campaign(tmp_path / "a", [FakeCase(samples=6, sensor_cpu=[40.0 * j for j in jit])], name="a")
+    b = write_campaign(tmp_path / "b", [FakeCase(samples=6, sensor_cpu=[46.0 * j for j in jit])], name="b")
+    same = write_campaign(tmp_path / "same", [FakeCase(samples=6, sensor_cpu=[40.2 * j for j in jit])], name="same")
+    code, err = _gate(["compare", str(a), str(b), "--fail-on", "sensor_cpu_pct:+5%,decoded_pkts:-5%"])
+    assert code == 1
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("FAIL")]
+    assert "sensor_cpu_pct" in line and "base 40 [39.6–40.4]" in line and "new 46 [45.5–46.5]" in line and "threshold +5%" in line and "higher by 15.0%" in line
+    assert _gate(["compare", str(a), str(b), "--fail-on", "sensor_cpu_pct:+20%"])[0] == 0  # below the threshold
+    assert _gate(["compare", str(a), str(b), "--fail-on", "sensor_cpu_pct:-5%"])[0] == 0   # the other way
+    assert _gate(["compare", str(a), str(same), "--fail-on", "sensor_cpu_pct:5%"])[0] == 0
+    with pytest.raises(SpecError, match="no matched case has nonsense_metric"):
+        _gate(["compare", str(a), str(b), "--fail-on", "nonsense_metric:+5%"])
+    for bad in ("sensor_cpu_pct", "cpu:+x%", "", "a:+0%"):
+        with pytest.raises(SpecError):
+            parse_conditions(bad)
+    assert [str(c) for c in parse_conditions("ndr_pps:-5%, sensor_us_per_pkt:+5%,alerts:3")] == \
+        ["ndr_pps:-5%", "sensor_us_per_pkt:+5%", "alerts:±3%"]

@@ -1,5 +1,5 @@
 """Analysis: per-sample figures from raw series, per-case medians with CIs, aligned time series,
-overhead against a baseline setup, comparisons between campaigns."""
+overhead against a baseline setup, comparisons between campaigns, trends (analysis.trend)."""
 
 from idsbench.analysis.cases import case_result, case_samples, case_table
 from idsbench.analysis.compare import COMPARE_METRICS, Comparison, compare_campaigns, compare_tables

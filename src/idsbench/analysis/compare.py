@@ -3,6 +3,8 @@
 Cases are matched on the parameters that vary within either campaign (setup, load, trace…); a
 parameter that is constant within each campaign but differs between them (e.g. the CPU limit, the
 Suricata version is not a case parameter) is the thing being compared and is reported in `differs`.
+Each metric's difference is judged by its effect size and CI against `min_effect_pct`
+(analysis.effect): higher, lower, same (no difference beyond it) or inconclusive.
 """
 
 from __future__ import annotations
@@ -14,7 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from idsbench.analysis.cases import case_table
+from idsbench.analysis.effect import DEFAULT_MIN_EFFECT_PCT, Verdict, effect
+from idsbench.analysis.values import ci_of as _ci
+from idsbench.analysis.values import median_of as _median
+from idsbench.analysis.values import sample_values
 from idsbench.errors import InputError
+from idsbench.metrics import metric
 from idsbench.probe.diff import diff_paths
 from idsbench.store.layout import PROBE_FILE
 from idsbench.store.reader import Campaign
@@ -24,6 +31,9 @@ PARAM_KEYS = tuple(CaseParams.model_fields)
 COMPARE_METRICS = ("sent_pkts", "captured_pkts", "dropped_pkts", "drop_ratio", "decoded_pkts",
                    "decoded_bytes", "alerts", "sensor_cpu_pct", "sensor_rss_peak_bytes", "host_cpu_pct",
                    "stable_after_s")
+# Compared too when either side has them (later analyses: cost per packet, fixed cost, searches).
+OPTIONAL_METRICS = ("sensor_us_per_pkt", "sensor_instr_per_pkt", "sensor_cycles_per_pkt", "overhead_s", "ndr_pps",
+                    "pdr_pps")
 
 
 @dataclass(frozen=True)
@@ -35,7 +45,14 @@ class MetricDelta:
     diff: float | None
     pct: float | None
     ci_overlap: bool | None
-    direction: str  # higher | lower | same (CIs overlap) | n/a
+    direction: str  # = verdict (kept for older readers)
+    effect_pct: float | None = None            # median ratio − 1, in % (analysis.effect)
+    effect_ci: tuple[float, float] | None = None
+    verdict: Verdict = "n/a"                   # higher | lower | same | inconclusive | n/a
+    samples_needed: int | None = None          # per side, when inconclusive
+    better: str | None = None                  # better | worse (the registry's direction), None if neutral
+    level: float = 0.95
+    min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT
 
 
 @dataclass(frozen=True)
@@ -74,24 +91,31 @@ def _constant(rows: Sequence[CaseResult], key: str) -> Any:
     return next(iter(values.values())) if len(values) == 1 else None
 
 
-def metric_delta(b: CaseResult, c: CaseResult, key: str) -> MetricDelta:
-    mb, mc = b.medians.get(key), c.medians.get(key)
-    cb, cc = b.cis.get(key), c.cis.get(key)
+def metric_delta(b: CaseResult, c: CaseResult, key: str,
+                 min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT) -> MetricDelta:
+    """Medians, CIs and the effect (with its CI and verdict) of `key` from case `b` to case `c`."""
+    mb, mc = _median(b, key), _median(c, key)
+    cb, cc = _ci(b, key), _ci(c, key)
     diff = None if mb is None or mc is None else mc - mb
     pct = diff / abs(mb) * 100.0 if diff is not None and mb else None
     overlap = None if not cb or not cc else not (cc[0] > cb[1] or cc[1] < cb[0])
-    if diff is None:
-        direction = "n/a"
-    elif overlap or diff == 0:
-        direction = "same"
-    else:
-        direction = "higher" if diff > 0 else "lower"
-    return MetricDelta(mb, cb, mc, cc, diff, pct, overlap, direction)
+    e = effect(sample_values(b, key), sample_values(c, key), min_effect_pct=min_effect_pct)
+    return MetricDelta(mb, cb, mc, cc, diff, pct, overlap, e.verdict, e.effect_pct, e.effect_ci, e.verdict,
+                       e.samples_needed, metric(key).judge(e.verdict), e.level, e.min_effect_pct)
 
 
-def compare_campaigns(base: Campaign, contender: Campaign,
-                      metrics: tuple[str, ...] = COMPARE_METRICS) -> Comparison:
-    cmp = compare_tables(base.name, case_table(base), contender.name, case_table(contender), metrics)
+def metrics_of(b_rows: Sequence[CaseResult], c_rows: Sequence[CaseResult],
+               metrics: tuple[str, ...] = COMPARE_METRICS) -> tuple[str, ...]:
+    """`metrics` plus the optional ones either side has a value of."""
+    rows = [*b_rows, *c_rows]
+    extra = tuple(k for k in OPTIONAL_METRICS if k not in metrics and any(_median(r, k) is not None for r in rows))
+    return metrics + extra
+
+
+def compare_campaigns(base: Campaign, contender: Campaign, metrics: tuple[str, ...] = COMPARE_METRICS, *,
+                      min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT) -> Comparison:
+    cmp = compare_tables(base.name, case_table(base), contender.name, case_table(contender), metrics,
+                         min_effect_pct=min_effect_pct)
     return dataclasses.replace(cmp, host_differs=host_differences(base.root, contender.root))
 
 
@@ -108,8 +132,11 @@ def host_differences(base: Path, contender: Path) -> list[str]:
 
 
 def compare_tables(base: str, b_rows: Sequence[CaseResult], contender: str, c_rows: Sequence[CaseResult],
-                   metrics: tuple[str, ...] = COMPARE_METRICS) -> Comparison:
-    """compare_campaigns on two case tables (e.g. read back from the result store)."""
+                   metrics: tuple[str, ...] = COMPARE_METRICS, *,
+                   min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT) -> Comparison:
+    """compare_campaigns on two case tables (e.g. read back from the result store). `metrics` are
+    compared, plus OPTIONAL_METRICS either side has."""
+    metrics = metrics_of(b_rows, c_rows, metrics)
     keys = tuple(k for k in PARAM_KEYS if k in _varying(b_rows) | _varying(c_rows))
     differs = {}
     for k in PARAM_KEYS:
@@ -128,7 +155,7 @@ def compare_tables(base: str, b_rows: Sequence[CaseResult], contender: str, c_ro
         out.append(MatchedCase(
             base_case=b.case, contender_case=c.case, params={k: _param(b, k) for k in keys},
             samples=(b.samples, c.samples), status=(b.status, c.status), ci_level=(b.ci_level, c.ci_level),
-            metrics={m: metric_delta(b, c, m) for m in metrics}))
+            metrics={m: metric_delta(b, c, m, min_effect_pct) for m in metrics}))
     only_base = [b.case for b in b_rows if b.case not in {r.base_case for r in out}]
     only_contender = [c.case for c in c_rows if c.case not in matched]
     return Comparison(base, contender, keys, differs, out, only_base, only_contender)

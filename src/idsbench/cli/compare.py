@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from idsbench.analysis import case_table, compare_tables
+from idsbench.analysis.effect import DEFAULT_MIN_EFFECT_PCT
 from idsbench.errors import SpecError
 from idsbench.report import compare_out
 from idsbench.store.index_paths import DEFAULT_ROOT, index_file
@@ -18,8 +19,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p = subparsers.add_parser(
         "compare", help="compare two campaigns case by case (difference, percent, CI overlap)",
         description="Match the cases of BASE and CONTENDER by their parameters and show the medians side "
-                    "by side with the difference, the percent change and whether the CIs of the medians "
-                    "overlap (each at the coverage its sample count reaches: 95%% needs 6 samples). "
+                    "by side (CIs at the coverage each sample count reaches: 95%% needs 6 samples) with the "
+                    "effect (ratio of the medians, its 95%% bootstrap CI) and a verdict: higher, lower, same "
+                    "(no difference beyond --min-effect) or inconclusive (with the samples per side that "
+                    "would settle it). "
                     "Each is a campaign directory, or a campaign id (or unique name) in the result index.",
     )
     p.add_argument("base", help="baseline: campaign directory, or campaign id in the index")
@@ -28,6 +31,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
                    help="results root whose index.duckdb resolves campaign ids (default results/)")
     p.add_argument("--format", choices=("table", "json", "csv", "html"), default="table",
                    help="table (default), json, csv, or a self-contained html page (redirect it to a file)")
+    p.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT_PCT, metavar="PCT",
+                   help="smallest effect worth a verdict, in percent (default 2): 'same' when the effect's CI "
+                        "stays within ±PCT, 'higher'/'lower' when it excludes 0 and the effect reaches PCT")
+    p.add_argument("--fail-on", metavar="CONDITIONS",
+                   help="a gate: e.g. \"ndr_pps:-5%%,sensor_us_per_pkt:+5%%\" exits 1 with one line per "
+                        "condition that failed (the effect reaches the threshold and its CI excludes 0); "
+                        "exit 0 when all pass, 2 on bad input")
     p.set_defaults(func=run)
 
 
@@ -43,8 +53,14 @@ def _cases(ref: str, root: Path) -> tuple[str, list[CaseResult]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from idsbench.analysis import gate
+
+    conditions = gate.parse_conditions(args.fail_on) if args.fail_on is not None else []
+    if not args.min_effect > 0:
+        raise SpecError(f"--min-effect {args.min_effect} is not a positive percentage.",
+                        fix="give the smallest relevant change in percent, e.g. --min-effect 2.")
     (b_name, b_rows), (c_name, c_rows) = _cases(args.base, args.root), _cases(args.contender, args.root)
-    cmp = compare_tables(b_name, b_rows, c_name, c_rows)
+    cmp = compare_tables(b_name, b_rows, c_name, c_rows, min_effect_pct=args.min_effect)
     if not cmp.rows:
         raise SpecError(
             f"no case of {args.base} matches a case of {args.contender} (matched on "
@@ -54,4 +70,11 @@ def run(args: argparse.Namespace) -> int:
     render = {"table": compare_out.to_table, "json": compare_out.to_json, "csv": compare_out.to_csv,
               "html": compare_out.to_html}[args.format]
     sys.stdout.write(render(cmp))
-    return 0
+    if not conditions:
+        return 0
+    result = gate.check(b_name, b_rows, c_name, c_rows, conditions)
+    for line in (*result.notes, *result.failures):
+        print(line, file=sys.stderr)
+    print(f"gate: {len(result.failures)} of {result.checked} condition(s) failed "
+          f"({', '.join(map(str, conditions))})", file=sys.stderr)
+    return 1 if result.failures else 0

@@ -13,7 +13,7 @@ import sys
 from idsbench import __version__
 from idsbench.errors import IdsbenchError
 
-SUBCOMMANDS = ["run", "search", "report", "results", "compare", "index", "trace", "doctor", "cleanup", "probe", "tune",
+SUBCOMMANDS = ["run", "search", "report", "results", "compare", "index", "trend", "trace", "doctor", "cleanup", "probe", "tune",
                "hosts", "lab"]
 
 

@@ -1,6 +1,7 @@
 """The report's A/B section (sensor.config as an axis): each configuration against the first one
 ("default" when listed), case by case at the same setup, trace, rate, load and limits, medians with
-CIs and a verdict only where the CIs do not overlap; with a search, NDR against NDR."""
+CIs and the effect-size verdict of analysis.effect (higher/lower, same, inconclusive); with a search, NDR
+against NDR."""
 
 from __future__ import annotations
 
@@ -8,23 +9,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from idsbench.analysis.compare import MetricDelta, compare_tables
+from idsbench.metrics import columns
 from idsbench.plan import trace_label
-from idsbench.report.compare_out import ARROWS
-from idsbench.report.fmt import MIB, number
+from idsbench.report.compare_out import verdict_text
+from idsbench.report.fmt import number
 from idsbench.spec import DEFAULT_CONFIG
 from idsbench.store.reader import Campaign
 from idsbench.store.schema import CaseResult
 
-# (title, key, scale, digits)
-AB_METRICS: tuple[tuple[str, str, float, int], ...] = (
-    ("dropped pkts", "dropped_pkts", 1.0, 0),
-    ("drop %", "drop_ratio", 0.01, 3),
-    ("decoded pkts", "decoded_pkts", 1.0, 0),
-    ("sensor CPU %", "sensor_cpu_pct", 1.0, 2),
-    ("sensor host CPU %", "sensor_host_cpu_pct", 1.0, 2),
-    ("sensor RSS peak MiB", "sensor_rss_peak_bytes", MIB, 1),
-    ("alerts", "alerts", 1.0, 0),
-)
+# (title, key, scale, digits), from the metric registry: the same precision as the results table
+AB_METRICS: tuple[tuple[str, str, float, int], ...] = columns(
+    "dropped_pkts", "drop_ratio", "decoded_pkts", "sensor_cpu_pct", "sensor_host_cpu_pct", "sensor_rss_peak_bytes",
+    "alerts")
 
 
 def ab_section(campaign: Campaign, rows: Sequence[CaseResult]) -> list[dict[str, Any]]:
@@ -61,7 +57,7 @@ def _metric(title: str, d: MetricDelta, scale: float, digits: int) -> dict[str, 
     return {"name": title, "base": f"{v(d.base)} {ci(d.base_ci)}".strip(),
             "contender": f"{v(d.contender)} {ci(d.contender_ci)}".strip(), "diff": v(d.diff),
             "pct": f"{number(d.pct, 1)}%" if d.pct is not None else "–", "direction": d.direction,
-            "verdict": ARROWS[d.direction]}
+            "verdict": verdict_text(d)}
 
 
 def _ndr(campaign: Campaign, base_case: str, contender_case: str) -> str | None:

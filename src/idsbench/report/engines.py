@@ -9,20 +9,18 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Any
 
+from idsbench.analysis.compare import metric_delta
 from idsbench.analysis.engines import EngineRules, common_sids, engine_rules
+from idsbench.metrics import columns
 from idsbench.plan import trace_label
-from idsbench.report.fmt import MIB, median_and_ci, number, value_and_ci
+from idsbench.report.compare_out import verdict_text
+from idsbench.report.fmt import median_and_ci, number, value_and_ci
 from idsbench.store.reader import Campaign
 from idsbench.store.schema import CaseResult
 
-# (title, key, scale, digits) of the side-by-side table
-ENGINE_COLUMNS: tuple[tuple[str, str, float, int], ...] = (
-    ("decoded pkts", "decoded_pkts", 1.0, 0),
-    ("drop %", "drop_ratio", 0.01, 2),
-    ("sensor CPU %", "sensor_cpu_pct", 1.0, 1),
-    ("sensor RSS peak MiB", "sensor_rss_peak_bytes", MIB, 1),
-    ("alerts", "alerts", 1.0, 0),
-)
+# (title, key, scale, digits) of the side-by-side table, from the metric registry
+ENGINE_COLUMNS: tuple[tuple[str, str, float, int], ...] = columns(
+    "decoded_pkts", "drop_ratio", "sensor_cpu_pct", "sensor_rss_peak_bytes", "alerts")
 
 
 @dataclass(frozen=True)
@@ -70,12 +68,17 @@ def engine_section(campaign: Campaign, rows: Sequence[CaseResult]) -> EngineSect
     for key, members in groupby(sorted(rows, key=_key), key=_key):
         setup, trace, rate, replayers, cpus, memory, _ = key
         engines = []
-        for r in sorted(members, key=lambda m: m.params.engine):
+        ordered = sorted(members, key=lambda m: m.params.engine)
+        for r in ordered:
             cells = [median_and_ci(r, k, scale, digits) for _, k, scale, digits in ENGINE_COLUMNS]
             ci = r.extra.get("alerts_common_rules_ci")
             common_cell = value_and_ci(r.extra.get("alerts_common_rules"), tuple(ci) if ci else None, 1.0, 0)
+            # each engine after the first: the effect-size verdict against the first (analysis.effect)
+            versus = [] if r is ordered[0] else \
+                [*(verdict_text(metric_delta(ordered[0], r, k)) for _, k, _, _ in ENGINE_COLUMNS), ""]
             engines.append({"engine": r.params.engine, "samples": r.samples, "status": r.status,
-                            "cells": [*cells, common_cell],
+                            "cells": [*cells, common_cell], "versus": versus,
+                            "versus_base": ordered[0].params.engine,
                             "share": "–" if r.extra.get("rules_loaded_share") is None
                             else f"{r.extra['rules_loaded_share']:.1%}"})
         limits = ", ".join(x for x in (f"{cpus:g} CPU" if cpus else "", f"{memory} mem" if memory else "") if x)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from idsbench.metrics import MIB, columns
 from idsbench.store.schema import CaseResult
 
-MIB = 1024 * 1024
+__all__ = ["COLUMNS", "MIB", "load_label", "median_and_ci", "number", "value_and_ci", "with_ci"]
 
 
 def number(value: Any, digits: int = 1) -> str:
@@ -47,19 +48,10 @@ def with_ci(row: CaseResult, key: str, scale: float = 1.0, digits: int = 1) -> s
     return f"{value} {ci}" if ci else value
 
 
-# Columns of the human tables: (title, key, scale, digits). Style of the published results.
-COLUMNS: tuple[tuple[str, str, float, int], ...] = (
-    ("time to stable (s)", "stable_after_s", 1.0, 1),
-    ("sent pkts", "sent_pkts", 1.0, 0),
-    ("dropped pkts", "dropped_pkts", 1.0, 0),
-    ("drop %", "drop_ratio", 0.01, 2),
-    ("decoded pkts", "decoded_pkts", 1.0, 0),
-    ("decoded MiB", "decoded_bytes", MIB, 1),
-    ("alerts", "alerts", 1.0, 0),
-    ("sensor CPU %", "sensor_cpu_pct", 1.0, 1),
-    ("sensor RSS peak MiB", "sensor_rss_peak_bytes", MIB, 1),
-    ("host CPU %", "host_cpu_pct", 1.0, 1),
-)
+# Columns of the human tables: (title, key, scale, digits), from the metric registry (idsbench.metrics).
+COLUMNS: tuple[tuple[str, str, float, int], ...] = columns(
+    "stable_after_s", "sent_pkts", "dropped_pkts", "drop_ratio", "decoded_pkts", "decoded_bytes", "alerts",
+    "sensor_cpu_pct", "sensor_rss_peak_bytes", "host_cpu_pct")
 
 
 def load_label(row: CaseResult) -> str:

@@ -35,7 +35,6 @@ from idsbench.store.index_rows import (
     case_rows,
     sample_rows,
 )
-from idsbench.store.index_series import write_series
 from idsbench.store.layout import CAMPAIGN_FILE, SERIES_DIR
 from idsbench.store.reader import Campaign, load_campaign
 
@@ -199,6 +198,8 @@ def _index_one(con: duckdb.DuckDBPyConnection, campaign_dir: Path, cid: str, for
                       [cid]).fetchone()
     if row and row[0] == digest and not force:
         return IndexResult(cid, campaign_dir, "unchanged", row[1], row[2], row[3])
+    from idsbench.store.index_series import write_series  # pandas: only when a campaign is (re)indexed
+
     campaign = load_campaign(campaign_dir)
     analysed = analyse(campaign)
     series = write_series(campaign, cid)

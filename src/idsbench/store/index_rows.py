@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from idsbench.store.casekey import case_key
 from idsbench.store.layout import CAMPAIGN_FILE, CASES_DIR, COUNTERS_FILE, MONITOR_FILE, SUMMARY_FILE
-from idsbench.store.reader import Campaign
+from idsbench.store.reader import Campaign, read_probe_doc
 from idsbench.store.schema import CASE_METRICS, CaseResult, SampleSummary, phase_seconds
 
-SCHEMA_VERSION = "4"  # 3: every case metric (sender, loss waterfall, recall) is a column; 4: overhead_s, phases
+SCHEMA_VERSION = "4"  # 3: every case metric (sender, loss waterfall, recall) is a column; 4: overhead_s, phases, case keys (store.casekey)
 SERIES_FILES = (SUMMARY_FILE, COUNTERS_FILE, MONITOR_FILE)  # what the digest watches (not eve.json)
 # Stored as columns: the case medians (and their CIs) of CASE_METRICS, and the per-sample figures.
 SAMPLE_FIGURES = (*CASE_METRICS, "decode_ratio")
@@ -30,6 +31,7 @@ CAMPAIGN_COLUMNS: dict[str, str] = {
     "n_cases": "INTEGER", "n_samples": "INTEGER", "n_incomplete": "INTEGER", "warnings": "VARCHAR[]",
     "counters_parquet": "VARCHAR", "monitor_parquet": "VARCHAR", "digest": "VARCHAR",
     "indexed_unix": "DOUBLE",
+    "inputs": "JSON", "probe": "JSON",  # campaign.json inputs, probe.json: what a trend's "what changed" reads
 }
 CASE_COLUMNS: dict[str, str] = {
     "campaign_id": "VARCHAR", "campaign": "VARCHAR", "ordinal": "INTEGER", "case": "VARCHAR",
@@ -40,6 +42,8 @@ CASE_COLUMNS: dict[str, str] = {
     **{f"{m}_ci_{end}": "DOUBLE" for m in CASE_METRICS for end in ("lo", "hi")},
     "status": "VARCHAR", "labels": "VARCHAR[]", "samples_failed": "INTEGER",
     "samples_incomplete": "INTEGER", "ci_level": "DOUBLE", "warnings": "VARCHAR[]", "row": "JSON",
+    # the case's identity across campaigns (store.casekey): trend joins on series_id
+    "key_id": "VARCHAR", "series_id": "VARCHAR", "key": "JSON",
 }
 SAMPLE_COLUMNS: dict[str, str] = {
     "campaign_id": "VARCHAR", "case": "VARCHAR", "sample": "INTEGER", "status": "VARCHAR",
@@ -105,14 +109,17 @@ def campaign_row(campaign: Campaign, campaign_id: str, rel_path: str, digest: st
         "n_incomplete": len(campaign.incomplete), "warnings": list(campaign.warnings),
         "counters_parquet": series.get("counters"), "monitor_parquet": series.get("monitor"),
         "digest": digest, "indexed_unix": now,
+        "inputs": json.dumps(campaign.doc.inputs), "probe": json.dumps(read_probe_doc(campaign.root)),
     }
 
 
 def case_rows(analysed: AnalysedCampaign, campaign_id: str) -> list[dict[str, Any]]:
     """Typed columns for WHERE clauses plus `row`: the case's results-contract JSON object."""
     out = []
+    probe = read_probe_doc(analysed.campaign.root)
     for ordinal, result in enumerate(analysed.cases):
         p = result.params
+        key = case_key(analysed.campaign.doc, p, probe, campaign_id)
         rec: dict[str, Any] = {"campaign_id": campaign_id, "campaign": analysed.campaign.name,
                                "ordinal": ordinal, "case": result.case, "setup": p.setup,
                                "engine": p.engine, "sender": p.sender, "trace": p.trace,
@@ -128,6 +135,7 @@ def case_rows(analysed: AnalysedCampaign, campaign_id: str) -> list[dict[str, An
         rec["labels"] = list(result.labels)
         rec["warnings"] = list(result.warnings)
         rec["row"] = result.model_dump_json()
+        rec["key_id"], rec["series_id"], rec["key"] = key.key_id, key.series_id, json.dumps(key.fields())
         out.append(rec)
     return out
 

@@ -267,3 +267,14 @@ def eve_problem(path: Path, summary: SampleSummary) -> str:
 
 def _short(exc: BaseException) -> str:
     return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+def read_probe_doc(root: Path | str) -> dict[str, Any] | None:
+    """A campaign's probe.json as stored (None when absent or unreadable: older campaigns have none)."""
+    from idsbench.store.layout import PROBE_FILE
+
+    try:
+        doc = json.loads((Path(root) / PROBE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None

@@ -449,6 +449,9 @@ class CaseResult(Record):
     warnings: tuple[str, ...] = ()
     pairs: tuple[str, ...] = ()  # the host pairs its samples ran on (campaigns on hosts)
     extra: dict[str, Any] = Field(default_factory=dict)  # results of later analyses (search…)
+    # each metric's per-sample values (ok samples, in sample order): what effect sizes resample
+    # (analysis.effect); not part of `to_row()`
+    values: dict[str, tuple[float | None, ...]] = Field(default_factory=dict)
 
     def to_row(self) -> dict[str, Any]:
         p = self.params

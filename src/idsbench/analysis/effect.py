@@ -1,0 +1,125 @@
+"""Effect sizes that can say "no difference": the ratio of two medians with its bootstrap CI, judged
+against a smallest effect worth reporting (`min_effect_pct`, default 2%).
+
+Method (docs/architecture.md, "Results"): the effect is median(contender) / median(base) − 1, in
+percent; its CI is the percentile bootstrap of that ratio (each side resampled with replacement,
+`ROUNDS` rounds, a fixed seed: the same samples always give the same CI; a side of more than
+`stats.LARGE_N` values draws its medians from their normal approximation instead). Verdicts, with m =
+min_effect_pct and [lo, hi] the CI:
+- "same": the whole CI lies inside ±m (no difference beyond m, at this confidence);
+- "higher" / "lower": the CI excludes 0 and the effect itself is at least m in that direction;
+- "inconclusive": anything else; `samples_needed` then estimates how many samples per side would
+  settle it, from the observed spread (a CI's width shrinks as 1/√n): enough to shrink the CI to
+  m − |effect| when the effect is below m ("same"), or below |effect| when it is above ("higher"/
+  "lower"). It assumes the spread and the effect hold; capped at MAX_SAMPLES_NEEDED.
+A side with fewer than 2 values has no spread: inconclusive, `samples_needed` = 6 (what a 95% CI of a
+median needs). When the base median is 0 (e.g. no drops) a ratio does not exist: the effect is null
+and the verdict rests on the bootstrap CI of the difference of the medians (both all zero: "same").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from idsbench.analysis.stats import LARGE_N, median_ci
+
+Verdict = Literal["higher", "lower", "same", "inconclusive", "n/a"]
+VERDICTS: tuple[Verdict, ...] = ("higher", "lower", "same", "inconclusive", "n/a")
+DEFAULT_MIN_EFFECT_PCT = 2.0
+LEVEL = 0.95
+ROUNDS = 4000
+SEED = 20220  # fixed: the CI of the same samples never moves
+MIN_SAMPLES_FOR_95 = 6
+MAX_SAMPLES_NEEDED = 10_000
+
+
+@dataclass(frozen=True)
+class Effect:
+    effect_pct: float | None                  # (median(contender) / median(base) − 1) × 100
+    effect_ci: tuple[float, float] | None     # its bootstrap CI at `level`, in percent
+    verdict: Verdict
+    samples_needed: int | None = None         # per side, when inconclusive
+    diff_ci: tuple[float, float] | None = None  # bootstrap CI of median(contender) − median(base)
+    level: float = LEVEL
+    min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT
+
+
+def _clean(values: Sequence[float | None]) -> np.ndarray:
+    return np.asarray([float(v) for v in values if v is not None and not math.isnan(float(v))], dtype=float)
+
+
+def _boot_medians(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    if len(values) == 1:
+        return np.full(ROUNDS, values[0])
+    if len(values) > LARGE_N:
+        # many values (a long trend segment): the median's sampling distribution is normal; its SE from
+        # the distribution-free 95% interval of the median (resampling thousands of values is slow)
+        lo, hi = median_ci(values.tolist()) or (0.0, 0.0)
+        return rng.normal(float(np.median(values)), (hi - lo) / (2 * 1.959964), ROUNDS)
+    picks = rng.integers(0, len(values), size=(ROUNDS, len(values)))
+    return np.asarray(np.median(values[picks], axis=1))
+
+
+def _needed(n_b: int, n_c: int, half_width: float, target: float) -> int:
+    if target <= 0:
+        return MAX_SAMPLES_NEEDED
+    n_eff = 2.0 / (1.0 / n_b + 1.0 / n_c)  # both sides grown alike: width ∝ √(1/n_b + 1/n_c)
+    need = math.ceil(n_eff * (half_width / target) ** 2)
+    return int(min(MAX_SAMPLES_NEEDED, max(need, max(n_b, n_c) + 1)))
+
+
+def effect(base: Sequence[float | None], contender: Sequence[float | None], *,
+           min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT, level: float = LEVEL) -> Effect:
+    """The effect of going from `base` to `contender` samples, with its CI and verdict."""
+    b, c = _clean(base), _clean(contender)
+    if not len(b) or not len(c):
+        return Effect(None, None, "n/a", level=level, min_effect_pct=min_effect_pct)
+    mb, mc = float(np.median(b)), float(np.median(c))
+    point = (mc - mb) / abs(mb) * 100.0 if mb else None
+    if len(b) < 2 or len(c) < 2:
+        return Effect(point, None, "inconclusive", MIN_SAMPLES_FOR_95, level=level, min_effect_pct=min_effect_pct)
+    rng = np.random.default_rng(SEED)
+    boot_b, boot_c = _boot_medians(b, rng), _boot_medians(c, rng)
+    tails = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
+    d_lo, d_hi = (float(x) for x in np.percentile(boot_c - boot_b, tails))
+    diff_ci = (d_lo, d_hi)
+    m = min_effect_pct
+    if point is None or not np.all(boot_b != 0):
+        # no ratio: judge the difference of the medians
+        if not b.any() and not c.any():
+            return Effect(None, None, "same", None, diff_ci, level, m)
+        if d_lo > 0 or d_hi < 0:
+            verdict: Verdict = "higher" if d_lo > 0 else "lower"
+            return Effect(None, None, verdict, None, diff_ci, level, m)
+        return Effect(None, None, "inconclusive", _needed(len(b), len(c), (d_hi - d_lo) / 2, abs(mc - mb)),
+                      diff_ci, level, m)
+    lo, hi = (float(x) for x in np.percentile((boot_c - boot_b) / np.abs(boot_b) * 100.0, tails))
+    ci = (min(lo, point), max(hi, point))  # the point estimate always lies inside its interval
+    if -m <= ci[0] and ci[1] <= m:
+        return Effect(point, ci, "same", None, diff_ci, level, m)
+    if ci[0] > 0 and point >= m:
+        return Effect(point, ci, "higher", None, diff_ci, level, m)
+    if ci[1] < 0 and point <= -m:
+        return Effect(point, ci, "lower", None, diff_ci, level, m)
+    target = m - abs(point) if abs(point) < m else abs(point)
+    return Effect(point, ci, "inconclusive", _needed(len(b), len(c), (ci[1] - ci[0]) / 2, target), diff_ci, level, m)
+
+
+def describe(e: Effect, better: str | None = None) -> str:
+    """One phrase: 'higher by 12.3% [10.1, 14.0] (worse)', 'same (within ±2%)', 'inconclusive: about
+    N samples per side would settle it'."""
+    if e.verdict == "n/a":
+        return "n/a"
+    if e.verdict == "same":
+        return f"same (no difference beyond ±{e.min_effect_pct:g}%)"
+    ci = f" [{e.effect_ci[0]:+.1f}%, {e.effect_ci[1]:+.1f}%]" if e.effect_ci else ""
+    size = f" by {abs(e.effect_pct):.1f}%{ci}" if e.effect_pct is not None else " (from 0)"
+    if e.verdict == "inconclusive":
+        measured = f"{e.effect_pct:+.1f}%{ci}, " if e.effect_pct is not None else ""
+        return f"inconclusive ({measured}about {e.samples_needed} samples per side would settle it)"
+    return f"{e.verdict}{size}" + (f" ({better})" if better else "")

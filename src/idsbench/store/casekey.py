@@ -1,0 +1,165 @@
+"""A case's identity across campaigns: which measurement a case result is, so that campaigns from
+any date join on it (the result index's `key_id`/`series_id`, `idsbench trend`).
+
+The key's parts, each a short string computed from what the campaign stored:
+engine + build (version and a digest of its build info), rules digest and count, config digest
+(the sensor.config overlay) and `sensor.set` digest, setup and limits, trace sha256, load (rate,
+replayers, loops, duration, flows, sender) and host digest (the machine: probe.json's CPU, NUMA,
+memory and hypervisor, plus the hostname). A part a campaign did not store is `unknown@<campaign>`:
+unique to that campaign, so it never joins another campaign (never a wrong join).
+
+`key_id` digests every part (the exact same measurement). `series_id` leaves out the sensor's
+software — build, rules, config, sensor.set — because those are what a trend follows over time and
+explains at each change (analysis.trend); everything else (trace, load, setup, limits, host) stays.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from idsbench.store.schema import CampaignDoc, CaseParams, CaseResult
+
+SOFTWARE_PARTS = ("build", "rules_digest", "rules_count", "config_digest", "set_digest")
+
+
+@dataclass(frozen=True)
+class CaseKey:
+    engine: str
+    build: str            # "<version>/<digest of build info>"
+    rules_digest: str
+    rules_count: str
+    config_digest: str    # "<config name>/<overlay sha256 prefix>" ("default" without an overlay)
+    set_digest: str       # digest of the engine's sensor.set overrides ("none" when empty)
+    setup: str
+    cpus: str
+    memory: str
+    trace_sha256: str
+    load: str             # "<rate> x<replayers> loops=<n> duration=<s> flows=<mode> sender=<name>"
+    host_digest: str
+
+    def fields(self) -> dict[str, str]:
+        return asdict(self)
+
+    @property
+    def key_id(self) -> str:
+        return _digest(self.fields())
+
+    @property
+    def series_fields(self) -> dict[str, str]:
+        return {k: v for k, v in self.fields().items() if k not in SOFTWARE_PARTS}
+
+    @property
+    def series_id(self) -> str:
+        return _digest(self.series_fields)
+
+
+def _digest(value: Any, n: int = 16) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:n]
+
+
+def _unknown(campaign: str) -> str:
+    return f"unknown@{campaign}"
+
+
+def _build(doc: CampaignDoc, engine: str, campaign: str) -> str:
+    info = doc.environment.get(engine)
+    if not isinstance(info, dict) or not info.get("version"):
+        return _unknown(campaign)
+    return f"{info['version']}/{_digest(info, 8)}"
+
+
+def _rules(doc: CampaignDoc, engine: str, campaign: str) -> tuple[str, str]:
+    files = doc.inputs.get("rules")
+    if not isinstance(files, list) or not all(isinstance(f, dict) and f.get("sha256") for f in files):
+        return _unknown(campaign), _unknown(campaign)
+    digest = _digest(sorted(str(f["sha256"]) for f in files))
+    load = (doc.inputs.get("rule_load") or {}).get(engine)
+    count = str(load.get("rules")) if isinstance(load, dict) and load.get("rules") is not None else _unknown(campaign)
+    return digest, count
+
+
+def _config(doc: CampaignDoc, name: str, campaign: str) -> str:
+    if name == "default":
+        return "default"
+    overlay = (doc.inputs.get("configs") or {}).get(name)
+    if not isinstance(overlay, dict) or not overlay.get("sha256"):
+        return _unknown(campaign)
+    return f"{name}/{str(overlay['sha256'])[:16]}"
+
+
+def _set_digest(doc: CampaignDoc, engine: str) -> str:
+    sensor = doc.spec.get("sensor") or {}
+    overrides = sensor.get("set") if isinstance(sensor, dict) else None
+    if not isinstance(overrides, dict) or not overrides:
+        return "none"
+    mine = {k: v for k, v in overrides.items() if not isinstance(v, dict)}  # plain keys go to every engine
+    own = overrides.get(engine)
+    if isinstance(own, dict):
+        mine.update(own)
+    return _digest(mine) if mine else "none"
+
+
+def _trace(doc: CampaignDoc, ref: str, campaign: str) -> str:
+    info = (doc.inputs.get("traces") or {}).get(ref)
+    sha = info.get("sha256") if isinstance(info, dict) else None
+    return str(sha) if sha else _unknown(campaign)
+
+
+def host_digest(doc: CampaignDoc, probe: dict[str, Any] | None, campaign: str) -> str:
+    """The machine: hostname + the probe's hardware (or, without a probe, the environment's CPU
+    model/count and memory, marked `env:` so the two kinds never join by accident)."""
+    env = doc.environment
+    if probe:
+        cpu = probe.get("cpu") or {}
+        facts = {"hostname": env.get("hostname"), "model": cpu.get("model"), "count": cpu.get("count"),
+                 "sockets": cpu.get("sockets"), "threads_per_core": cpu.get("threads_per_core"),
+                 "numa_nodes": len(probe.get("numa_nodes") or []),
+                 "memory_gib": round((probe.get("memory_bytes") or 0) / 2**30),
+                 "hypervisor": probe.get("hypervisor")}
+        return _digest(facts)
+    if not env.get("hostname") and not env.get("cpu_model"):
+        return _unknown(campaign)
+    facts = {"hostname": env.get("hostname"), "model": env.get("cpu_model"), "count": env.get("cpus"),
+             "memory_gib": round((env.get("mem_total_bytes") or 0) / 2**30)}
+    return "env:" + _digest(facts)
+
+
+def case_key(doc: CampaignDoc, params: CaseParams, probe: dict[str, Any] | None, campaign: str) -> CaseKey:
+    """The key of one case of a campaign (`campaign`: its id, used only for unknown parts)."""
+    engine = params.engine
+    rules_digest, rules_count = _rules(doc, engine, campaign)
+    load = (f"{params.rate} x{params.replayers} loops={params.loops} duration={params.duration_s} "
+            f"flows={params.flows} sender={params.sender}")
+    return CaseKey(
+        engine=engine, build=_build(doc, engine, campaign), rules_digest=rules_digest, rules_count=rules_count,
+        config_digest=_config(doc, params.config, campaign), set_digest=_set_digest(doc, engine),
+        setup=params.setup, cpus=str(params.cpus), memory=str(params.memory),
+        trace_sha256=_trace(doc, params.trace, campaign), load=load,
+        host_digest=host_digest(doc, probe, campaign))
+
+
+@dataclass(frozen=True)
+class CampaignFacts:
+    """What a trend's "what changed" compares between two campaigns (campaign.json parts, probe.json)."""
+
+    spec: dict[str, Any]
+    environment: dict[str, Any]
+    inputs: dict[str, Any]
+    probe: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class KeyedCase:
+    """One case result of one campaign with its key: a point of a trend."""
+
+    campaign_id: str
+    created_unix: float | None
+    key: CaseKey
+    result: CaseResult
+
+
+def key_from_fields(fields: dict[str, str]) -> CaseKey:
+    return CaseKey(**{k: str(fields.get(k, "unknown")) for k in CaseKey.__dataclass_fields__})

@@ -1,0 +1,43 @@
+"""Reading the result store for trends: the keyed cases of one series (or all), in time order, and
+the campaign facts a change is explained with."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from idsbench.store.casekey import CampaignFacts, KeyedCase, key_from_fields
+from idsbench.store.index import connect
+from idsbench.store.schema import CaseResult
+
+
+def keyed_cases(root: Path | str, series_id: str | None = None) -> list[KeyedCase]:
+    """Every indexed case (or those of one series) with its key, oldest campaign first."""
+    with connect(root, read_only=True) as con:
+        sql = ("SELECT c.campaign_id, k.created_unix, c.key, c.row FROM cases c JOIN campaigns k USING (campaign_id)"
+               + (" WHERE c.series_id = ?" if series_id else "")
+               + " ORDER BY k.created_unix NULLS LAST, c.campaign_id, c.ordinal")
+        rows = con.execute(sql, [series_id] if series_id else []).fetchall()
+    return [KeyedCase(cid, created, key_from_fields(json.loads(key)), CaseResult.model_validate_json(row))
+            for cid, created, key, row in rows]
+
+
+def series_ids(root: Path | str) -> list[tuple[str, int]]:
+    """(series id, number of campaigns) of every series in the index, the longest first."""
+    with connect(root, read_only=True) as con:
+        return [(sid, n) for sid, n in con.execute(
+            "SELECT series_id, count(DISTINCT campaign_id) AS n FROM cases GROUP BY series_id "
+            "ORDER BY n DESC, series_id").fetchall()]
+
+
+def campaign_facts(root: Path | str, campaign_ids: Sequence[str]) -> dict[str, CampaignFacts]:
+    """The stored spec, environment, inputs and probe of the given campaigns."""
+    if not campaign_ids:
+        return {}
+    with connect(root, read_only=True) as con:
+        rows = con.execute("SELECT campaign_id, spec, environment, inputs, probe FROM campaigns "
+                           "WHERE list_contains(?, campaign_id)", [list(campaign_ids)]).fetchall()
+    return {cid: CampaignFacts(json.loads(spec or "{}"), json.loads(env or "{}"), json.loads(inputs or "{}"),
+                               json.loads(probe) if probe and probe != "null" else None)
+            for cid, spec, env, inputs, probe in rows}
