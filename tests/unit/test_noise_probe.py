@@ -36,3 +36,17 @@ def test_perf_stat_counts_and_a_missing_pmu():
     assert (counted.instructions, counted.cycles) == (123456, 98765)
     missing = parse_perf_csv("<not supported>,,instructions,0,100.00,,\n<not supported>,,cycles,0,100.00,,\n")
     assert (missing.instructions, missing.cycles) == (None, None)
+
+
+def test_a_noisy_host_is_a_warning_or_with_require_quiet_a_refusal(monkeypatch):
+    from idsbench.errors import NoisyHost
+    from idsbench.run import hostprobe
+
+    loud = NoiseProbe(steal_pct=0.0, loop_cv=0.3, freq_changes=None, cpus=(1,))
+    monkeypatch.setattr(hostprobe, "measure_noise", lambda cpus: loud)
+    noise, warnings = hostprobe.quietness(0.05, [1], require_quiet=False)
+    assert noise == loud and len(warnings) == 1 and "30.0% (CV)" in warnings[0] and "noisy-host" in warnings[0]
+    with pytest.raises(NoisyHost, match="30.0% .CV."):
+        hostprobe.quietness(0.05, [1], require_quiet=True)
+    monkeypatch.setattr(hostprobe, "measure_noise", lambda cpus: NoiseProbe(loop_cv=0.01, cpus=(1,)))
+    assert hostprobe.quietness(0.05, [1], require_quiet=True)[1] == []
