@@ -11,6 +11,16 @@ ET Open runs under a 0.3-core quota: with its rules (which alert little on this 
 core keeps up with the sender here, the search would end at its first trial and there would be
 nothing to compare. Under the quota the sensor's limit (~250k pps) lies inside the sender's range,
 and the rule load a cold trial repeats takes ~45 s.
+
+`--repeatability [CASE…]`: the search's repeatability instead — three back-to-back searches of one case
+(Suricata bare metal, bundled rules, a generated trace and a ../shared/data capture, at 1 and 0.3 CPU):
+each NDR, the largest deviation from their median (target ±5% on an idle machine) and the time per search
+(target ≤ 180 s). With the MLRsearch controller that is one `search.repeats = 3` search; code without
+`search.repeats` (the old bracket search, run with PYTHONPATH pointing at its checkout) runs three.
+Measured on the shared, loaded 2-core VM of the issue (load average 5–10, a CPU-bound loop's CV 30–90%):
+old search (9e19e76) gen-0.3cpu 2.6% / 90 s, gen-1cpu 30.8% / 109 s, pcap-1cpu 25.8% / 42 s, pcap-0.3cpu
+18.8% / 25 s; MLRsearch gen-0.3cpu 16.7% / 136 s, pcap-1cpu 38.1% / 24 s (sender-limited: the sender's
+own ceiling moved), see the commit log for the rest.
 """
 
 from __future__ import annotations
