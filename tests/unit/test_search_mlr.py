@@ -86,3 +86,9 @@ def test_behind_packets_count_only_the_work_beyond_the_allowance():
     assert mlr.behind_packets(0.01, 1.0, 100_000, allowance_s=0.02) == 0
     assert mlr.behind_packets(0.12, 0.88, 100_000, allowance_s=0.02) == 10_000
     assert mlr.forwarded(1000, 10, 5, 20) == 965
+
+
+def test_a_sender_that_fell_short_did_not_offer_the_load():
+    m = mlr.Measurer(lambda d, v: mlr.TrialCount(700_000, 700_000, d, intended=1_000_000),
+                     mlr.LoadMap("rate", 1.0, 600_000.0), max_trials=10, note=lambda _m: None)
+    assert m.measure(2.0, 500_000.0).loss_ratio == pytest.approx(0.3)

@@ -83,6 +83,8 @@ class TrialCount:
     duration_s: float
     accounted: bool = True
     why: str = ""            # when not accounted: what did not add up
+    intended: int | None = None   # a sender-limited trial: the packets it should have sent (the shortfall
+                                  # counts as loss: the load was never offered)
 
 
 Trial = Callable[[float, float], TrialCount]   # (intended duration s, axis value) -> counts
@@ -114,7 +116,8 @@ class Measurer(AbstractMeasurer):  # type: ignore[misc]
         forwarded = max(0, min(count.forwarded, count.offered))
         return MeasurementResult(intended_duration=float(intended_duration), intended_load=float(intended_load),
                                  offered_count=int(count.offered), forwarding_count=int(forwarded),
-                                 offered_duration=float(count.duration_s or intended_duration))
+                                 offered_duration=float(count.duration_s or intended_duration),
+                                 intended_count=count.intended)
 
     def _one(self, duration: float, value: float) -> TrialCount:
         if self.trials >= self.max_trials:

@@ -326,8 +326,11 @@ def trial_count(record: TrialRecord) -> mlr.TrialCount:
         return mlr.TrialCount(offered=max(1, record.sent_pkts), forwarded=0, duration_s=record.duration_s)
     lost = w.loss_sender_pkts + w.loss_wire_pkts + w.loss_nic_pkts + w.loss_softnet_pkts + w.loss_capture_pkts
     why = "" if record.accounted else f"{w.unaccounted_pkts:+d} packets unaccounted for after the drain"
+    intended = None
+    if record.sender_limited and record.offered_pps:  # the sender fell short: this load was never offered
+        intended = round(record.offered_pps * (record.intended_duration_s or record.duration_s))
     return mlr.TrialCount(
-        offered=record.sent_pkts,
+        intended=intended, offered=record.sent_pkts,
         forwarded=min(mlr.forwarded(record.sent_pkts, lost, w.unprocessed_pkts, record.behind_pkts),
                       max(0, w.decoded_pkts - record.behind_pkts)),
         duration_s=record.duration_s, accounted=record.accounted, why=why)
