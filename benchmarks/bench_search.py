@@ -19,8 +19,9 @@ each NDR, the largest deviation from their median (target ±5% on an idle machin
 `search.repeats` (the old bracket search, run with PYTHONPATH pointing at its checkout) runs three.
 Measured on the shared, loaded 2-core VM of the issue (load average 5–10, a CPU-bound loop's CV 30–90%):
 old search (9e19e76) gen-0.3cpu 2.6% / 90 s, gen-1cpu 30.8% / 109 s, pcap-1cpu 25.8% / 42 s, pcap-0.3cpu
-18.8% / 25 s; MLRsearch gen-0.3cpu 16.7% / 136 s, pcap-1cpu 38.1% / 24 s (sender-limited: the sender's
-own ceiling moved), see the commit log for the rest.
+18.8% / 25 s; MLRsearch gen-0.3cpu 16.7% / 136 s, gen-1cpu 25.9% / 104 s, pcap-1cpu 38.1% / 24 s,
+pcap-0.3cpu 15.4% / 46 s (both pcap cases sender-limited: the sensor took the sender's top, ≥ 224k and
+≥ 358k pps, each verified lossless by a cold 5 s sample; the spread is the sender's own ceiling moving).
 """
 
 from __future__ import annotations
