@@ -74,8 +74,8 @@ def test_drops_the_sensor_has_not_read_yet_stay_unaccounted():
 
 
 def test_a_light_load_on_a_whole_cpu_is_not_behind_for_the_tail_the_capture_latency_leaves():
-    # a CI run: 40k pps on 1 CPU used 0.136 cores; 13 ms of its work came after the replay: the
-    # packets of the last ~100 ms (the capture's delivery latency) are in flight, not behind
+    # a CI run: 40k pps on 1 CPU used 0.136 cores; 13 ms of its work came after the replay: cleared
+    # within the capture's delivery latency (110 ms) at its allocation, not behind
     cpu = SensorCpu(idle_rate=0.0, at_start=0.0, at_replay_end=0.2588, at_drained=0.2721, replay_s=2.0, drain_s=1.0)
     ok = Counters(captured_pkts=SENT, dropped_pkts=0, decoded_pkts=SENT)
     rec = search(None)._record(RATE, 56_000.0, "warm", outcome(ok, cpu), 0)  # type: ignore[arg-type]
@@ -84,8 +84,8 @@ def test_a_light_load_on_a_whole_cpu_is_not_behind_for_the_tail_the_capture_late
 
 
 def test_a_starved_sensor_with_a_large_tail_is_behind_by_the_packets_of_that_tail():
-    # 0.1 s of work left on a 0.1-core quota: beyond one quota period (10 ms) and 0.11 s of arrivals at the
-    # replay's 0.1 cores (11 ms)
+    # 0.1 s of work left on a 0.1-core quota: beyond one quota period (10 ms) and the capture latency
+    # (110 ms) at 0.1 core (11 ms)
     cpu = SensorCpu(idle_rate=0.0, at_start=0.0, at_replay_end=0.2, at_drained=0.3, replay_s=2.0, drain_s=1.0)
     ok = Counters(captured_pkts=SENT, dropped_pkts=0, decoded_pkts=SENT)
     rec = search(0.1)._record(RATE, 600_000.0, "warm", outcome(ok, cpu), 0)  # type: ignore[arg-type]

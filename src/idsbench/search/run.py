@@ -44,12 +44,12 @@ from idsbench.traffic.rewrite import MAX_INDEX, distinct_copy
 
 SENDER_SHORT = 0.05  # a trial that sent more than 5% below the offered load is sender-limited
 # Physics of a sensor that keeps up, never a pass/fail threshold: the work still queued when a replay
-# ends is not a deficit up to (1) the packets that arrived within the capture's delivery latency
+# ends is not a deficit while the sensor clears it within the capture's delivery latency at its
+# allocation — those packets are processed as soon after arrival as a sensor that keeps up processes any
 # (Suricata's af-packet: a tpacket-v3 block is handed over after its 10 ms timeout, and its worker's
-# poll wakes at least every 100 ms, POLL_TIMEOUT: 110 ms of arrivals) and (2) under a CPU quota one
-# quota period of its allocation (a throttled
-# sensor waits out the period with packets queued, however well it keeps up on average). Work beyond
-# that is the backlog it was behind by: those packets count as not forwarded.
+# poll wakes at least every 100 ms, POLL_TIMEOUT: 110 ms) — plus, under a CPU quota, one quota period
+# (a throttled sensor waits it out with packets queued, however well it keeps up on average). Work
+# beyond that is the backlog it was behind by: those packets count as not forwarded.
 CAPTURE_LATENCY_S = 0.11
 ACCOUNTING_RETRIES = mlr.ACCOUNTING_RETRIES
 CONTROLLER = "MLRsearch 1.2.1"
@@ -237,8 +237,7 @@ class CaseSearch:
         cpu_s = us_per_pkt = None
         if cpu is not None and wf is not None:
             replay_work = max(0.0, cpu.at_replay_end - cpu.at_start - cpu.idle_rate * cpu.replay_s)
-            rate = replay_work / cpu.replay_s if cpu.replay_s > 0 else 0.0
-            allowance = rate * CAPTURE_LATENCY_S + (allocation * CFS_PERIOD_US / 1e6 if quota else 0.0)
+            allowance = allocation * (CAPTURE_LATENCY_S + (CFS_PERIOD_US / 1e6 if quota else 0.0))
             behind = mlr.behind_packets(cpu.backlog_work_s, replay_work, wf.decoded_pkts, allowance)
             cpu_s = replay_work + cpu.backlog_work_s
             if wf.decoded_pkts > 0 and cpu_s > 0:
