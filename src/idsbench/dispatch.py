@@ -15,13 +15,15 @@ from idsbench.spec import Spec
 
 def run_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progress: Progress | None = None,
                  state_dir: Path | None = None, cache_dir: Path | None = None, name_prefix: str | None = None,
-                 deps: SampleDeps | None = None, become_password: str | None = None) -> CampaignResult:
+                 deps: SampleDeps | None = None, become_password: str | None = None,
+                 require_quiet: bool = False) -> CampaignResult:
     """`run.campaign.run_campaign` for a local spec (`deps`: its injectable parts), else the hosts
-    campaign (`become_password`: the hosts' sudo password)."""
+    campaign (`become_password`: the hosts' sudo password). `require_quiet`: refuse a noisy host
+    (the local runner's noise probe; hosts campaigns do not probe noise yet)."""
     if spec.hosts is not None:
         from idsbench.hosts.campaign import run_hosts_campaign  # ssh, agents: only for a spec with [hosts]
 
         return run_hosts_campaign(spec, out_dir, resume=resume, progress=progress, state_dir=state_dir,
                                   cache_dir=cache_dir, name_prefix=name_prefix, become_password=become_password)
     return run_here(spec, out_dir, resume=resume, progress=progress, state_dir=state_dir, cache_dir=cache_dir,
-                    name_prefix=name_prefix, deps=deps)
+                    name_prefix=name_prefix, deps=deps, require_quiet=require_quiet)

@@ -39,3 +39,9 @@ class SensorFailed(IdsbenchError):
     """The sensor did not start, crashed, or produced no usable counters."""
 
     who = "sensor failed"
+
+
+class NoisyHost(IdsbenchError):
+    """`--require-quiet`: the host's noise is larger than the precision the spec asks."""
+
+    who = "noisy host"

@@ -268,12 +268,18 @@ class Search(_Frozen):
     fewest CPUs that stay lossless at the case's load (`axis = "cpus"`)."""
 
     tolerances: list[float] = Field(default_factory=lambda: [0.0], min_length=1)  # drop ratios: 0 = NDR
-    precision: float = Field(0.05, gt=0, le=1)   # relative width of the final bracket
+    # The goals of the MLRsearch controller (one per tolerance; docs/architecture.md "Search"):
+    precision: float = Field(0.05, gt=0, lt=1)   # relative width between the relevant lower and upper bound
+    exceed_ratio: float = Field(0.5, ge=0, lt=1)  # share of a load's trial seconds that may be bad trials
     axis: Literal["rate", "replayers", "cpus"] = "rate"
-    trial_s: float = Field(5.0, gt=0)            # length of a search trial
+    trial_s: float = Field(5.0, gt=0)            # final trial duration (what a bound rests on)
+    initial_trial_s: float = Field(1.0, gt=0)    # shortest trial duration (the first, coarse targets)
+    duration_sum: float = Field(15.0, gt=0)      # trial seconds at final length that decide a bound
+    repeats: int = Field(1, ge=1, le=20)         # whole searches, a fresh sensor each: median, CI
+    max_search_s: float = Field(1800.0, gt=0)    # the controller gives up after this long
     final_s: float = Field(20.0, gt=0)           # length of the verification trial at the result
     warm: bool = True                            # search trials on one running sensor
-    max_trials: int = Field(12, ge=2, le=100)
+    max_trials: int = Field(60, ge=2, le=500)    # trials per search at most (then its bounds so far)
     min_cpus: float = Field(0.05, gt=0)          # cpus axis: the smallest allocation tried
     max_replayers: int = Field(16, ge=1, le=64)  # replayers axis: the upper bound
 

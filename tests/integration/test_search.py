@@ -1,5 +1,5 @@
-"""`idsbench search` with the real Suricata and tcpreplay: NDR to 5% in ≤ 10 trials plus a lossless
-verification, repeated searches agree, the minimum-CPU search, and the loss waterfall under an
+"""`idsbench search` with the real Suricata and tcpreplay on the MLRsearch controller: repeated
+searches with their spread, NDR and PDR on a real capture, the minimum-CPU search, and the loss waterfall under an
 emulated lossy tap (netem)."""
 
 from __future__ import annotations
@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from idsbench.analysis.cases import case_table
 from idsbench.analysis.sample import sample_figures
-from idsbench.analysis.search import sensor_cost
 from idsbench.report import write_report
-from idsbench.report.fmt import number
 from idsbench.run.campaign import run_campaign
 from idsbench.search.campaign import search_campaign
 from idsbench.spec import spec_from_dict
@@ -41,50 +40,51 @@ def _ndr(result: SearchResult) -> float:
     return r.value
 
 
-PAIRS = 3         # search pairs at most, until one ran on a host whose speed held
-HOST_HELD = 0.10  # the sensor's CPU per packet near the NDR agreed within this between the two searches
-
-
-def test_ndr_on_a_generated_trace_twice(tmp_path, state_dir, cache_dir, costly_rules):
-    """Two searches of one case agree within 15% — when the host ran the sensor at the same speed in
-    both. The sensor is held to a third of a CPU and made compute-bound (~25 µs a packet: 400 PCRE
-    rules) at ~10k pps, far below what the sender and the wire find hard, so its NDR is its quota over
-    its cost per packet. This shared VM's host still moves that cost between searches minutes apart
-    (24 then 31 µs with these rules, NDR 10.8k and 8.8k pps; 2.0 then 3.6 µs with the bundled rules
-    alone, NDR 135k and 82k): a pair whose costs differ by more than HOST_HELD is reported and run
-    again (at most PAIRS, then the test fails); a pair whose cost held must agree."""
+def test_three_repeated_searches_report_their_spread(tmp_path, state_dir, cache_dir, costly_rules):
+    """`search.repeats = 3`: three whole searches of one compute-bound case (a third of a CPU, ~25 µs a
+    packet with 400 PCRE rules, ~10k pps), a fresh sensor each, on the MLRsearch controller. What this
+    loaded, shared 2-core VM can keep — and each check can fail: every repeat converged (its relevant
+    bounds within the precision asked, the lower bound below the sender's ceiling), its conditional
+    throughput lies within its relevant bounds, the reported NDR is the median of the repeats and the
+    row carries their CI at its level; the spread is printed (the ±5% repeatability is the benchmark's,
+    with its figure: benchmarks/bench_search.py --repeatability)."""
     traffic = {"traces": ["builtin:mixed?packets=20000"], "replayers": [1], "rate": "topspeed"}
-    sensor = {**RING, "rules": [str(costly_rules)]}
-    drifted = []
-    for attempt in range(PAIRS):
-        pair = []
-        for name in (f"a{attempt}", f"b{attempt}"):
-            result = _search(tmp_path, state_dir, cache_dir, name, traffic=traffic, setup={"cpus": 0.3},
-                             sensor=sensor)
-            (ndr,) = result.results
-            assert len(result.trials) <= 10, [(t.value, t.waterfall) for t in result.trials]
-            assert ndr.verified is True and ndr.bracket is not None, result.notes
-            lo, hi = ndr.bracket
-            assert hi / lo - 1 <= 0.05 + 1e-9, (ndr, result.notes)
-            assert result.sender_ceiling_pps and ndr.value < result.sender_ceiling_pps
-            # the verification is the case's sample: lossless, exact
-            (sample,) = load_campaign(tmp_path / name).samples
-            w, c = sample.summary.wire, sample.summary.sensor.counters
-            assert sample.status == "ok" and c.dropped_pkts == 0 and w is not None
-            assert c.decoded_pkts == c.captured_pkts == w.sensor_rx_pkts == sample.summary.replay.sent_pkts
-            cost = sensor_cost(result)
-            assert cost is not None, result.trials  # the lossless trials near the NDR had the sensor's CPU
-            pair.append((_ndr(result), cost.median_us))
-        (a, cost_a), (b, cost_b) = pair
-        print(f"pair {attempt}: NDR {a:,.0f} / {b:,.0f} pps, sensor {cost_a:.2f} / {cost_b:.2f} µs per packet")
-        if max(cost_a, cost_b) / min(cost_a, cost_b) - 1 <= HOST_HELD:
-            assert abs(a - b) / max(a, b) <= 0.15, (a, b, cost_a, cost_b)
-            html = write_report(tmp_path / name).read_text()  # the report shows the cost it was judged by
-            assert "sensor µs/packet" in html and f"<td class=\"num\">{number(cost_b, 2)} (" in html
-            return
-        drifted.append((round(a), round(b), round(cost_a, 2), round(cost_b, 2)))
-    pytest.fail(f"the host's speed moved during each of {PAIRS} search pairs (NDR pps, NDR pps, µs/packet, "
-                f"µs/packet): {drifted}; repeatability cannot be judged on this host now")
+    name = "rep"
+    spec = spec_from_dict({"name": name, "traffic": traffic, "setup": {"cpus": 0.3},
+                           "sensor": {**RING, "rules": [str(costly_rules)]},
+                           "search": {"repeats": 3, "trial_s": 2, "initial_trial_s": 1, "duration_sum": 4,
+                                      "final_s": 5}})
+    (result,) = search_campaign(spec, tmp_path / name, state_dir=state_dir, cache_dir=cache_dir,
+                                name_prefix=TEST_PREFIX).results
+    for t in result.trials:
+        print(f"repeat {t.repeat} t{t.index}: {t.value:,.0f} pps {t.intended_duration_s} s, loss "
+              f"{t.waterfall.loss_ratio if t.waterfall else None}, behind {t.behind_pkts}, "
+              f"{t.sensor_us_per_pkt} µs/pkt{'' if t.accounted else ', did not add up'}")
+    print(result.notes)
+    assert len(result.repeats) == 3 and result.goals is not None and result.goals.exceed_ratio == 0.5
+    ndrs = []
+    for rep in result.repeats:
+        (ndr,) = rep.results
+        assert ndr.relevant_lower is not None and ndr.relevant_upper is not None, (rep, result.notes)
+        assert ndr.relevant_upper / ndr.relevant_lower - 1 <= 0.05 * 1.5, rep   # MLRsearch's rounded grid
+        assert result.sender_ceiling_pps and ndr.relevant_lower < result.sender_ceiling_pps
+        assert ndr.conditional_pps is not None and ndr.conditional_pps <= ndr.relevant_lower + 0.001
+        assert rep.ndr_pps == ndr.value_pps and rep.elapsed_s <= 180, rep
+        ndrs.append(ndr.relevant_lower)
+    for t in result.trials:  # a trial that did not add up was never judged as it was
+        assert t.accounted or t.sensor_failed or t.waterfall is None or t.waterfall.unaccounted_pkts != 0
+    (row,) = [r.to_row() for r in case_table(load_campaign(tmp_path / name))]
+    mid = sorted(ndrs)[1]
+    assert row["ndr_pps"] == pytest.approx(mid) and row["search_repeats"] == 3
+    assert row["ndr_repeats"] == [pytest.approx(x, rel=1e-6) for x in ndrs]
+    assert row["ndr_ci"] is not None and row["ndr_ci"][0] <= mid <= row["ndr_ci"][1] and row["ndr_ci_level"] > 0
+    assert row["goals"]["0"]["conditional_pps"] is not None
+    assert row["sensor_us_per_pkt"] is not None and row["sensor_instr_per_pkt"] is None  # this VM has no PMU
+    spread = max(abs(x / mid - 1) for x in ndrs)
+    print(f"NDRs {', '.join(f'{x:,.0f}' for x in ndrs)} pps: {spread:.1%} from their median "
+          f"{mid:,.0f}; {result.elapsed_s:.0f} s in all")
+    html = write_report(tmp_path / name).read_text()
+    assert "Search repeats" in html
 
 
 def test_ndr_on_a_real_capture_at_a_pps_top(tmp_path, state_dir, cache_dir, pcaps):
@@ -93,9 +93,16 @@ def test_ndr_on_a_real_capture_at_a_pps_top(tmp_path, state_dir, cache_dir, pcap
                               "rate": {"pps": 150000}},
                      search={"trial_s": 2, "final_s": 5, "tolerances": [0, 0.01]})
     ndr, pdr = result.results
-    assert len([t for t in result.trials]) <= 10
-    assert ndr.verified is True and ndr.value is not None and pdr.value is not None
+    assert result.goals is not None and len(result.trials) <= 60  # search.max_trials
+    assert ndr.value is not None and pdr.value is not None, result.notes
+    if ndr.relevant_upper is None:  # the sensor took the top (this host ran it both ways): a lower bound
+        assert ndr.lower_bound and ndr.value == pytest.approx(300_000)
+    else:  # converged to the precision (MLRsearch's rounded grid)
+        assert not ndr.lower_bound and ndr.relevant_upper / ndr.value - 1 <= 0.05 * 1.5
     assert ndr.value <= pdr.value <= 300_000  # 2 replayers × 150k pps is the top
+    # the final-length verification ran at the NDR; with exceed_ratio 0.5 a load passes when at most half
+    # its trial seconds were bad, so one 5 s sample there may lose (it is reported, not retried)
+    assert ndr.verified is not None and len(result.verification) == 2
     for t in result.trials:  # every trial's accounting closes
         assert t.waterfall is not None and t.waterfall.unaccounted_pkts == 0, t
 

@@ -30,25 +30,3 @@ def test_an_emulator_idling_at_a_tenth_of_a_core_is_not_a_backlog():
 def test_no_work_during_the_replay_gives_no_fraction():
     cpu = SensorCpu(idle_rate=0.5, at_start=0.0, at_replay_end=0.5, at_drained=1.0, replay_s=1.0, drain_s=1.0)
     assert cpu.backlog_fraction == 0.0
-
-
-def test_it_fell_behind_only_with_a_material_tail():
-    # 15% of 2 CPU-s left, 0.3 CPU-s: on one core that is 15% of the 2 s replay (behind)
-    heavy = SensorCpu(idle_rate=0.0, at_start=0.0, at_replay_end=2.0, at_drained=2.3, replay_s=2.0, drain_s=1.5)
-    assert heavy.fell_behind(allocation=1.0, slack=0.05)
-    assert not heavy.fell_behind(allocation=1.0, slack=0.2)  # within a looser slack
-    # a light load: 0.01 CPU-s of tail is 50% of its work, but 0.25% of a core over the replay
-    light = SensorCpu(idle_rate=0.0, at_start=0.0, at_replay_end=0.02, at_drained=0.03, replay_s=2.0, drain_s=1.0)
-    assert light.backlog_fraction == pytest.approx(0.5)
-    assert not light.fell_behind(allocation=1.0, slack=0.05)
-    assert light.fell_behind(allocation=0.05, slack=0.05)  # on a twentieth of a core it is material
-
-
-def test_a_quota_period_of_tail_is_waiting_out_the_throttle_not_falling_behind():
-    # 0.3 core for a 2 s replay, 45 ms of work left: beyond 5% of the replay (30 ms) but within
-    # that plus one 100 ms quota period of the allocation (60 ms)
-    cpu = SensorCpu(idle_rate=0.0, at_start=0.0, at_replay_end=0.55, at_drained=0.595, replay_s=2.0, drain_s=1.0)
-    assert cpu.fell_behind(allocation=0.3, slack=0.05)
-    assert not cpu.fell_behind(allocation=0.3, slack=0.05, throttle_s=0.1)
-    longer = SensorCpu(idle_rate=0.0, at_start=0.0, at_replay_end=0.55, at_drained=0.62, replay_s=2.0, drain_s=1.0)
-    assert longer.fell_behind(allocation=0.3, slack=0.05, throttle_s=0.1)  # 70 ms: behind

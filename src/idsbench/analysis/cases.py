@@ -11,6 +11,10 @@ from idsbench.analysis.engines import case_engine_figures
 from idsbench.analysis.sample import METRICS, SampleFigures, sample_figures
 from idsbench.analysis.search import search_fields
 from idsbench.analysis.stats import ci_coverage, cv, median, median_ci
+from idsbench.errors import IdsbenchError
+from idsbench.probe.diff import load as load_probe
+from idsbench.probe.noise import NOISY_LABEL, noise_exceeds
+from idsbench.store.layout import PROBE_FILE
 from idsbench.store.reader import Campaign, CaseInfo, SampleRecord
 from idsbench.store.schema import PHASES, CaseResult, GroundTruth, SearchResult, phase_seconds
 
@@ -33,6 +37,7 @@ class CaseSamples:
     settle_s: float
     truth: GroundTruth | None = None
     search: SearchResult | None = None
+    noisy: bool = False   # the host was noisier than the precision asked when the campaign started
 
     @cached_property
     def figures(self) -> list[SampleFigures]:
@@ -50,13 +55,27 @@ class CaseSamples:
 def case_samples(campaign: Campaign) -> list[CaseSamples]:
     out = []
     settle = campaign.doc.settle_s
+    noisy = host_was_noisy(campaign)
     for info in campaign.cases:
         complete = campaign.samples_of(info.case_id)
         ok = tuple(s for s in complete if s.status == "ok")
         failed = tuple(s for s in complete if s.status != "ok")
         out.append(CaseSamples(info, ok, failed, len(campaign.incomplete_of(info.case_id)), settle,
-                               campaign.truths.get(info.case_id), campaign.searches.get(info.case_id)))
+                               campaign.truths.get(info.case_id), campaign.searches.get(info.case_id), noisy))
     return out
+
+
+def host_was_noisy(campaign: Campaign) -> bool:
+    """probe.json's quietness figures exceed the campaign's precision (`search.precision`)."""
+    path = campaign.root / PROBE_FILE
+    if not path.is_file():
+        return False
+    try:
+        probe = load_probe(path)
+    except IdsbenchError:
+        return False
+    precision = float((campaign.doc.spec.get("search") or {}).get("precision") or 0.05)
+    return bool(noise_exceeds(probe.noise, precision))
 
 
 def case_table(campaign: Campaign, groups: list[CaseSamples] | None = None, *,
@@ -92,7 +111,7 @@ def case_result(cs: CaseSamples, cv_threshold: float = DEFAULT_CV_THRESHOLD,
         values={m: tuple(cs.column(m)) for m in METRICS},
         ci_level=ci_coverage(len(cs.used), level) if cs.used else 0.0,
         status=status, status_counts=dict(sorted(counts.items())),
-        labels=tuple(sorted({lab for s in cs.used for lab in s.summary.labels})),
+        labels=tuple(sorted({lab for s in cs.used for lab in s.summary.labels} | ({NOISY_LABEL} if cs.noisy else set()))),
         samples_failed=len(cs.failed), samples_incomplete=cs.incomplete,
         warnings=tuple(_warnings(cs, cv_threshold)),
         pairs=tuple(sorted({s.summary.pair for s in (cs.used or cs.failed) if s.summary.pair})),

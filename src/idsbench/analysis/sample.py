@@ -140,6 +140,9 @@ class SampleFigures:
     alert_recall: float | None = None
     alerts_extra: float | None = None
     overhead_s: float | None = None            # wall time beyond the replay (the sample's fixed cost)
+    sensor_us_per_pkt: float | None = None      # the sensor's CPU µs per processed packet (its cgroup)
+    sensor_instr_per_pkt: float | None = None   # instructions per packet (None without a PMU)
+    sensor_cycles_per_pkt: float | None = None  # cycles per packet (None without a PMU)
 
     def get(self, name: str) -> float | None:
         value: float | None = getattr(self, name)
@@ -164,6 +167,9 @@ def sample_figures(sample: SampleRecord, settle_s: float, truth: GroundTruth | N
         decode_ratio=c.decoded_pkts / sent if sent > 0 else None,
         sender_cpu_pct=res.sender_cpu_pct, sensor_host_cpu_pct=res.sensor_host_cpu_pct,
         overhead_s=s.overhead_s, **_sender_figures(s), **_waterfall_figures(s), **_recall_figures(s, truth),
+        sensor_us_per_pkt=s.cost.us_per_pkt if s.cost else None,
+        sensor_instr_per_pkt=s.cost.instr_per_pkt if s.cost else None,
+        sensor_cycles_per_pkt=s.cost.cycles_per_pkt if s.cost else None,
     )
 
 

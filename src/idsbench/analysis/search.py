@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from idsbench.analysis.stats import ci_coverage, median_ci
 from idsbench.store.schema import SearchResult
 
 NEAR_RESULT = 0.5    # trials at half the NDR's load or more show the sensor's cost near it
@@ -36,7 +37,7 @@ def sensor_cost(result: SearchResult) -> SensorCost | None:
     if result.axis == "cpus" or ndr is None or not ndr.value_pps:
         return None
     costs = sorted(c * 1e6 for t in (*result.trials, *result.verification)
-                   if t.kept_up_lossless and t.achieved_pps >= NEAR_RESULT * ndr.value_pps
+                   if t.kept_up_lossless and not t.ceiling and t.achieved_pps >= NEAR_RESULT * ndr.value_pps
                    and (c := t.cpu_s_per_packet) is not None)
     if not costs:
         return None
@@ -62,6 +63,7 @@ def search_fields(result: SearchResult | None) -> dict[str, object]:
     def mbps(pps: float | None) -> float | None:
         return round(pps * result.avg_frame_bytes * 8 / 1e6, 3) if pps is not None and result.avg_frame_bytes else None
 
+    out.update(repeat_fields(result))
     pdr: dict[str, float | None] = {}
     for r in result.results:
         lo_hi = None
@@ -77,6 +79,35 @@ def search_fields(result: SearchResult | None) -> dict[str, object]:
         else:
             pdr[f"{r.tolerance:g}"] = r.value_pps
     out["pdr"] = pdr
+    return out
+
+
+def repeat_fields(result: SearchResult) -> dict[str, object]:
+    """`search_repeats`, `ndr_repeats` (each repeat's NDR, pps), `ndr_ci` ([low, high] of the median) and
+    `ndr_ci_level`; per goal `goals` {tolerance: {conditional_pps, lower_pps, upper_pps}} (the
+    conditional throughput and relevant bounds, medians over the repeats) and `search_goals` (the
+    goal parameters used); `ndr_capacity_pps`: the allocation over the sensor's CPU per packet near
+    the NDR (what the CPU cost alone says the sensor could take)."""
+    out: dict[str, object] = {"search_repeats": max(1, len(result.repeats))}
+    ndrs = [r.ndr_pps for r in result.repeats]
+    known = [x for x in ndrs if x is not None]
+    out["ndr_repeats"] = [round(x, 3) if x is not None else None for x in ndrs]
+    ci = median_ci(known) if known and len(known) == len(ndrs) else None
+    out["ndr_ci"] = [round(ci[0], 3), round(ci[1], 3)] if ci else None
+    out["ndr_ci_level"] = round(ci_coverage(len(known)), 4) if ci else None
+    goals: dict[str, dict[str, float | None]] = {}
+    for r in result.results:
+        goals[f"{r.tolerance:g}"] = {
+            "conditional_pps": r.conditional_pps,
+            "lower_pps": _pps(result, r.relevant_lower) if r.relevant_lower is not None else None,
+            "upper_pps": _pps(result, r.relevant_upper) if r.relevant_upper is not None else None}
+    out["goals"] = goals
+    out["search_goals"] = result.goals.model_dump(mode="json") if result.goals else None
+    ndr = next((r for r in result.results if r.tolerance == 0), None)
+    out["ndr_conditional_pps"] = ndr.conditional_pps if ndr else None
+    cost = sensor_cost(result)
+    out["ndr_capacity_pps"] = round(result.allocation_cpus / (cost.median_us * 1e-6), 1) \
+        if cost and result.allocation_cpus and cost.median_us > 0 else None
     return out
 
 

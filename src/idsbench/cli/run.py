@@ -28,6 +28,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--out", type=Path, help="campaign directory (default results/<name>-<timestamp>)")
     p.add_argument("--resume", action="store_true",
                    help="complete the campaign in --out, skipping samples that already finished")
+    p.add_argument("--require-quiet", action="store_true",
+                   help="refuse to start when the host's noise (steal time, a CPU-bound loop's CV, frequency "
+                        "changes) is larger than search.precision")
     p.add_argument("--no-report", action="store_true", help="do not write report.html at the end")
     p.add_argument("--ask-become-pass", action="store_true",
                    help="[hosts] specs: prompt for the hosts' sudo password (hosts with ansible_become)")
@@ -49,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         import getpass
 
         password = getpass.getpass("BECOME (sudo) password: ")
-    result = run_campaign(spec, out, resume=args.resume, become_password=password)
+    result = run_campaign(spec, out, resume=args.resume, become_password=password, require_quiet=args.require_quiet)
     print(f"campaign: {out} ({result.ran} samples run, {result.skipped} already complete)")
     for line in result.failed:
         print(f"  failed: {line}")

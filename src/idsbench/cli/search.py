@@ -26,6 +26,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("spec", type=Path, help="experiment spec (TOML), e.g. examples/search.toml")
     p.add_argument("--out", type=Path, help="campaign directory (default results/<name>-search-<timestamp>)")
     p.add_argument("--resume", action="store_true", help="complete the search campaign in --out")
+    p.add_argument("--require-quiet", action="store_true",
+                   help="refuse to start when the host's noise (steal time, a CPU-bound loop's CV, frequency "
+                        "changes) is larger than search.precision")
     p.add_argument("--no-report", action="store_true", help="do not write report.html at the end")
     p.set_defaults(func=run)
 
@@ -35,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
     spec = load_spec(args.spec)
     out = args.out or Path("results") / f"{spec.name}-search-{time.strftime('%Y%m%d-%H%M%S')}"
-    result = search_campaign(spec, out, resume=args.resume)
+    result = search_campaign(spec, out, resume=args.resume, require_quiet=args.require_quiet)
     print(f"search campaign: {out} ({result.searched} cases searched, {result.skipped} already done)")
     if not args.no_report:
         from idsbench.report import write_report

@@ -167,6 +167,15 @@ class SensorProbe(_Frozen):
     simd: list[str] = Field(default_factory=list)
 
 
+class NoiseProbe(_Frozen):
+    """How quiet the host was when a campaign started (probe/noise.py)."""
+
+    steal_pct: float = 0.0                 # steal time over the probe, % of all CPU time
+    loop_cv: float | None = None           # CV of a calibrated CPU-bound loop on the sensor's CPUs
+    freq_changes: int | None = None        # CPU frequency changes seen (None: cpufreq not visible)
+    cpus: tuple[int, ...] = ()
+
+
 class HostProbe(_Frozen):
     schema_: int = Field(SCHEMA, alias="schema")
     created_unix: float = 0.0
@@ -191,6 +200,7 @@ class HostProbe(_Frozen):
     interfaces: dict[str, InterfaceProbe] = Field(default_factory=dict)
     sensor: SensorProbe | None = None
     notes: list[str] = Field(default_factory=list)  # what could not be read, and why
+    noise: NoiseProbe | None = None     # a campaign's quietness probe (probe/noise.py)
 
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
 

@@ -91,6 +91,12 @@ def facts(p: HostProbe) -> list[tuple[str, str]]:
         timers += ("; cpuid traps here (a VM exit per call): harmless unless the sensor is built with "
                    "profiling, whose per-packet tick uses it")
     rows.append(("timers", timers))
+    if p.noise is not None:  # the quietness probe a campaign starts with (probe/noise.py)
+        n = p.noise
+        loop = "–" if n.loop_cv is None else f"{n.loop_cv:.1%}"
+        freq = "not visible" if n.freq_changes is None else str(n.freq_changes)
+        rows.append(("noise", f"steal {n.steal_pct:.1f}%, CPU-bound loop CV {loop} on CPUs "
+                              f"{format_cpulist(list(n.cpus)) or '-'}, frequency changes {freq}"))
     s = p.sensor
     if s is not None:
         rows.append(("sensor", f"{s.engine} {s.version}: profiling {'COMPILED IN' if s.profiling else 'off'}, "

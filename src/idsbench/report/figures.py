@@ -12,7 +12,7 @@ from idsbench.analysis.overhead import Overhead
 from idsbench.analysis.stats import median
 from idsbench.report.figures_load import overhead_figure, throughput_figure, vs_load_figure
 from idsbench.report.figures_phases import phases_figure
-from idsbench.report.figures_search import recall_figure, search_figure, waterfall_figure
+from idsbench.report.figures_search import recall_figure, repeats_figure, search_figure, waterfall_figure
 from idsbench.report.figures_sender import fidelity_figure, lateness_figure
 from idsbench.report.figures_time import cumulative_figure, time_figure
 from idsbench.report.style import FigureFile, save
@@ -129,6 +129,10 @@ def _more_figures(figs: FigureSet, campaign: Campaign, rows: Sequence[CaseResult
              "start and rule load, replay, drain, stop, teardown, analysis); the label is the median wall time "
              "beyond the replay (overhead_s), the fixed cost every sample pays.",
              lambda: phases_figure(rows), "no sample recorded its timeline (summaries before schema 3)")
+    figs.add(out_dir, "search_repeats", "Search repeats side by side",
+             "Each whole search of a case (search.repeats, a fresh sensor each): its NDR's relevant lower bound "
+             "(dot) and relevant upper bound (bar top), the median NDR (dashed) and the CI of the median (band).",
+             lambda: repeats_figure(campaign), "no searched case has repeats")
     figs.add(out_dir, "loss_waterfall", "Loss waterfall per case",
              "Where the packets sent went, in percent of sent: decoded, still unprocessed at stop, dropped at "
              "the capture ring, in the softnet backlog, by the NIC, lost on the wire, by the sender, or "

@@ -37,6 +37,45 @@ def search_figure(campaign: Campaign) -> Figure | None:
     return fig
 
 
+def repeats_figure(campaign: Campaign) -> Figure | None:
+    """Per searched case with repeats: each repeat's NDR bounds side by side, the median and its CI."""
+    from idsbench.analysis.search import repeat_fields
+
+    searches = [s for s in campaign.searches.values() if s.repeats and s.axis != "cpus"]
+    if not searches:
+        return None
+    nrows, ncols = grid(len(searches), 2)
+    fig, axes = new_figure(nrows, ncols, "Search repeats: each repeat's NDR bounds, the median and its CI")
+    flat = [a for r in axes for a in r]
+    for ax, result in zip(flat, searches):
+        xs, lowers, uppers = [], [], []
+        for rep in result.repeats:
+            r0 = next((r for r in rep.results if r.tolerance == 0), None)
+            if r0 is None or r0.value_pps is None:
+                continue
+            xs.append(rep.index + 1)
+            lowers.append(r0.value_pps)
+            upper = r0.relevant_upper if r0.relevant_upper is not None and result.axis == "rate" else r0.value_pps
+            uppers.append(upper)
+        ax.bar(xs, [u - lo for u, lo in zip(uppers, lowers, strict=True)], bottom=lowers, width=0.4,
+               color="#1f77b4", alpha=0.35, label="relevant bounds")
+        ax.scatter(xs, lowers, color="#1f77b4", zorder=3, label="NDR (relevant lower bound)")
+        fields = repeat_fields(result)
+        ci = fields.get("ndr_ci")
+        ndr = next((r.value_pps for r in result.results if r.tolerance == 0), None)
+        if isinstance(ci, list):
+            level = fields.get("ndr_ci_level")
+            ax.axhspan(ci[0], ci[1], color="#ff7f0e", alpha=0.15,
+                       label=f"CI of the median ({float(level):.0%})" if isinstance(level, float) else "CI")
+        if ndr is not None:
+            ax.axhline(ndr, color="#ff7f0e", linestyle="--", label="median NDR")
+        ax.set_xticks(xs)
+        finish_axes(ax, "repeat", "packets per second", _title(campaign, result))
+    hide_unused(axes, len(searches))
+    legend_once(fig, flat)
+    return fig
+
+
 def _plot_search(ax: object, result: SearchResult) -> None:
     from matplotlib.axes import Axes
 

@@ -13,7 +13,7 @@ from idsbench import __version__
 from idsbench.analysis import case_table, overhead
 from idsbench.analysis.overhead import Overhead
 from idsbench.analysis.profile import case_profile
-from idsbench.analysis.search import HOST_MOVED, sensor_cost
+from idsbench.analysis.search import HOST_MOVED, repeat_fields, sensor_cost
 from idsbench.errors import InputError
 from idsbench.plan import trace_label
 from idsbench.probe.diff import load as load_probe
@@ -126,7 +126,32 @@ def _search_view(campaign: Campaign, result: SearchResult) -> dict[str, Any]:
             "trials": f"{len(result.trials)} + {len(result.verification)}",
             "cost": "–" if cost is None else
             f"{number(cost.median_us, 2)} ({number(cost.low_us, 2)}–{number(cost.high_us, 2)}, {cost.trials} trials)",
-            "ceiling": number(result.sender_ceiling_pps, 0), "notes": "; ".join(notes) or "–"}
+            "ceiling": number(result.sender_ceiling_pps, 0), "notes": "; ".join(notes) or "–",
+            **_repeats_view(result)}
+
+
+def _repeats_view(result: SearchResult) -> dict[str, str]:
+    """The repeats of a search side by side: each one's NDR and relevant bounds, their median and CI."""
+    f = repeat_fields(result)
+    g = result.goals
+    ci = f.get("ndr_ci")
+    ndr = next((r for r in result.results if r.tolerance == 0), None)
+    bounds = []
+    for rep in result.repeats:
+        r0 = next((r for r in rep.results if r.tolerance == 0), None)
+        if r0 is not None:
+            bounds.append(f"[{number(r0.relevant_lower, 2)}, {number(r0.relevant_upper, 2)}]")
+    level = f.get("ndr_ci_level")
+    return {
+        "goals": "–" if g is None else (f"exceed {g.exceed_ratio:g}, width {g.relative_width:g}, trials "
+                                        f"{g.initial_trial_s:g}→{g.final_trial_s:g} s, sum {g.duration_sum_s:g} s"),
+        "repeat_ndrs": ", ".join(number(x, 0) for x in (f.get("ndr_repeats") or [])) or "–",  # type: ignore[attr-defined]
+        "repeat_bounds": "; ".join(bounds) or "–",
+        "median_ndr": number(ndr.value_pps, 0) if ndr else "–",
+        "ndr_ci": f"[{number(ci[0], 0)}, {number(ci[1], 0)}] ({float(level or 0):.0%})"  # type: ignore[index,arg-type]
+        if ci else "–",
+        "conditional": number(ndr.conditional_pps, 0) if ndr else "–",
+        "capacity": number(f.get("ndr_capacity_pps"), 0)}
 
 
 def _profile_view(campaign: Campaign, row: CaseResult) -> dict[str, Any] | None:

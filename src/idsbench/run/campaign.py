@@ -49,7 +49,7 @@ def signals_as_interrupt() -> Iterator[None]:
 
 def run_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progress: Progress | None = None,
                  state_dir: Path | None = None, cache_dir: Path | None = None,
-                 name_prefix: str | None = None, deps: SampleDeps | None = None) -> CampaignResult:
+                 name_prefix: str | None = None, deps: SampleDeps | None = None, require_quiet: bool = False) -> CampaignResult:
     """Run every pending sample of `spec` into `out_dir`. `name_prefix` starts every namespace
     name (default $IDSBENCH_PREFIX or "ib"), so tests can tell their resources apart. On
     --resume, samples that are missing or not `ok` are run again; ok ones are kept.
@@ -60,7 +60,7 @@ def run_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progress: P
                         fix="call idsbench.dispatch.run_campaign (what `idsbench run` does).")
     with signals_as_interrupt():
         ctx, cases = prepare_campaign(spec, out_dir, resume=resume, state_dir=state_dir or settings.state_dir(),
-                                      cache_dir=cache_dir or settings.cache_dir())
+                                      cache_dir=cache_dir or settings.cache_dir(), require_quiet=require_quiet)
         ctx.name_prefix = name_prefix or settings.name_prefix()
         total = sum(len(c.samples) for c in cases)
         progress = progress or Progress(total)

@@ -4,17 +4,37 @@ on the host since, as warnings before the first sample."""
 
 from __future__ import annotations
 
-from idsbench.errors import InputError
+from idsbench.errors import InputError, NoisyHost
 from idsbench.probe.collect import collect
 from idsbench.probe.diff import diff, load
+from idsbench.probe.model import NoiseProbe
+from idsbench.probe.noise import NOISY_LABEL, measure_noise, noise_exceeds
 from idsbench.probe.warnings import warnings as trap_warnings
 from idsbench.store import atomic
 from idsbench.store.layout import PROBE_FILE, CampaignDir
 
 
-def record_probe(layout: CampaignDir, *, probe_suricata: bool) -> list[str]:
-    """Probe this host into the campaign (kept as first written on --resume); its warnings."""
+def quietness(precision: float, sensor_cpus: list[int] | None, *, require_quiet: bool) -> tuple[NoiseProbe, list[str]]:
+    """The host's noise before a campaign (≤ ~2 s) and a warning naming each figure above `precision`;
+    with `require_quiet` a noisy host is refused (NoisyHost)."""
+    noise = measure_noise(sensor_cpus)
+    loud = noise_exceeds(noise, precision)
+    if not loud:
+        return noise, []
+    message = (f"the host is noisier than the precision asked ({precision:.1%}): {'; '.join(loud)}. Results "
+               f"carry the label '{NOISY_LABEL}'")
+    if require_quiet:
+        raise NoisyHost(message + ".", fix="run when the host is quiet (stop other jobs, pin the sensor's CPUs), "
+                                           "widen search.precision, or drop --require-quiet.")
+    return noise, [message + "; a repeated measurement may differ by as much."]
+
+
+def record_probe(layout: CampaignDir, *, probe_suricata: bool, noise: NoiseProbe | None = None) -> list[str]:
+    """Probe this host into the campaign (kept as first written on --resume), with the quietness
+    probe `noise` measured when the campaign started; its warnings."""
     probe = collect(sensor=probe_suricata)
+    if noise is not None:
+        probe = probe.model_copy(update={"noise": noise})
     out = trap_warnings(probe)
     path = layout.root / PROBE_FILE
     if not path.is_file():

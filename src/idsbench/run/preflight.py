@@ -13,7 +13,8 @@ from idsbench.errors import EnvironmentMissing, InputError, SpecError
 from idsbench.plan import Case, plan
 from idsbench.proc import require_program
 from idsbench.run.context import CampaignContext
-from idsbench.run.hostprobe import record_probe
+from idsbench.run.hostprobe import quietness, record_probe
+from idsbench.run.session import split_cpus
 from idsbench.run.truth import ground_truths
 from idsbench.sensors import registry, rulesets
 from idsbench.sensors.base import SensorEngine, SensorOptions
@@ -88,10 +89,14 @@ def rule_sources(spec: Spec, engine: SensorEngine) -> dict[Path, str]:
 
 
 def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path,
-                     cache_dir: Path) -> tuple[CampaignContext, list[Case]]:
-    """Validate inputs, test the sensor config, create/verify the campaign directory."""
+                     cache_dir: Path, require_quiet: bool = False) -> tuple[CampaignContext, list[Case]]:
+    """Validate inputs, test the sensor config, create/verify the campaign directory. The host's
+    quietness is probed first (`require_quiet`: a noisy host is refused before anything starts)."""
     cases = plan(spec)
     check_host()
+    noise, noise_warnings = quietness(spec.search.precision, split_cpus(sorted(os.sched_getaffinity(0)),
+                                                                         spec.setup.cpuset)[1],
+                                      require_quiet=require_quiet)
     layout = CampaignDir(out_dir.resolve())  # absolute: containers and VMs mount sample directories
     spec_doc = spec.model_dump(mode="json")
     check_resume(layout, out_dir, spec_doc, resume)
@@ -116,7 +121,8 @@ def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path
     )
     if not layout.campaign_file.exists():
         atomic.write_json(layout.campaign_file, campaign_doc(ctx, cases, spec_doc).to_json())
-    ctx.warnings.extend(record_probe(layout, probe_suricata="suricata" in engines))
+    ctx.warnings.extend(noise_warnings)
+    ctx.warnings.extend(record_probe(layout, probe_suricata="suricata" in engines, noise=noise))
     ground_truths(ctx, cases)
     shutil.rmtree(out_dir / "preflight", ignore_errors=True)
     return ctx, cases

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from idsbench.accounting import waterfall_of
 from idsbench.errors import IdsbenchError, SensorFailed
+from idsbench.monitor.pmu import PerfStat, PmuCounts, pmu_missing
 from idsbench.plan import Case
 from idsbench.profile.recorder import ProfileOptions, Profiler
 from idsbench.run.context import CampaignContext
@@ -31,6 +32,7 @@ from idsbench.store.schema import (
     ProfileRecord,
     RuleSetRecord,
     SampleSummary,
+    SensorCostRecord,
     SensorRecord,
 )
 from idsbench.teardown import TeardownStack
@@ -61,6 +63,7 @@ class SampleRun:
         self.setup_failure: str | None = None
         self.profile: ProfileRecord | None = None
         self.timeline = Timeline(self.deps.wall, self.deps.monotonic)
+        self.pmu_counts: PmuCounts | None = None
 
     def run(self) -> SampleOutcome:
         ctx, case = self.ctx, self.case
@@ -91,11 +94,15 @@ class SampleRun:
                 profiler = self._profiler(session, sample_dir)
                 if profiler is not None:
                     profiler.start()
+                pmu = None if pmu_missing() else PerfStat(session.sensor_pids())
+                if pmu is not None:
+                    pmu.start()
                 try:
-                    self.outcome = session.trial(plan, stop_after=True)
+                    self.outcome = session.trial(plan, stop_after=True, measure_cpu=True)
                 finally:
                     if profiler is not None:
                         self.profile = profiler.stop()
+                    self.pmu_counts = pmu.stop() if pmu is not None else None
         finally:
             session.close()
             self.timeline.enter("teardown")  # the stack closes next
@@ -157,9 +164,23 @@ class SampleRun:
             drained=outcome.drain.drained if outcome else None, sensor_stop_unix=facts.stop_unix if facts else None,
             sensor_exit=facts.exit_code if facts else None, sensor_oom_kills=int(facts.oom) if facts else 0,
             sensor=sensor, wire=outcome.wire if outcome else None, invisible=facts.invisible if facts else (),
-            eve=integrity, detection=detection, profile=self.profile, phases=self.timeline.records(),
+            eve=integrity, detection=detection, profile=self.profile, phases=self.timeline.records(), cost=self._cost(counters),
         )
         return summary, warnings
+
+    def _cost(self, counters: Counters | None) -> SensorCostRecord | None:
+        """The sensor's CPU time (replay start to drained, idle use taken out) per packet it processed."""
+        cpu = self.outcome.cpu if self.outcome else None
+        if cpu is None or counters is None:
+            return None
+        work = max(0.0, cpu.at_drained - cpu.at_start - cpu.idle_rate * (cpu.replay_s + cpu.drain_s))
+        processed = counters.decoded_pkts
+        pmu = self.pmu_counts
+        return SensorCostRecord(
+            cpu_s=round(work, 6), processed_pkts=processed,
+            us_per_pkt=round(work / processed * 1e6, 4) if processed > 0 and work > 0 else None,
+            instructions=pmu.instructions if pmu else None, cycles=pmu.cycles if pmu else None,
+            pmu=None if pmu else (pmu_missing() or "not counted"))
 
     def _verdict(self, counters: Counters | None, integrity: ArtifactIntegrity | None) -> Verdict:
 

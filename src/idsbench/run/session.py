@@ -122,8 +122,8 @@ class SensorCpu:
 
     `idle_rate`: cores it used just before the replay, with nothing to do (a VM's emulator idles
     at several % of a core). `backlog_fraction`: the work left when the replay ended (its CPU
-    during the drain) over the work done during the replay, idle use taken out of both: above a
-    few % it did not keep up, whatever its capture ring hid in a short trial."""
+    during the drain) over the work done during the replay, idle use taken out of both; what part of
+    that tail is a deficit is the search's to say (`search.mlr.behind_packets`)."""
 
     idle_rate: float
     at_start: float
@@ -141,15 +141,6 @@ class SensorCpu:
     def backlog_fraction(self) -> float:
         during = self.at_replay_end - self.at_start - self.idle_rate * self.replay_s
         return self.backlog_work_s / during if during > 0 else 0.0
-
-    def fell_behind(self, allocation: float, slack: float, throttle_s: float = 0.0) -> bool:
-        """It did not keep up: more than `slack` of its work was left when the replay ended, and that
-        tail is material: it would keep its whole allocation (cores) busy for `slack` of the replay
-        (a light load leaves a tail of a few ms that is a large share of little work) plus
-        `throttle_s` (a CPU quota's period: a throttled sensor waits that long with packets queued
-        however well it keeps up on average)."""
-        material = allocation * (slack * self.replay_s + throttle_s)
-        return self.backlog_fraction > slack and self.backlog_work_s > material
 
     @property
     def cores_needed(self) -> float:

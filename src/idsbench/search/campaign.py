@@ -31,12 +31,12 @@ class SearchCampaignResult:
 
 def search_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progress: Progress | None = None,
                     state_dir: Path | None = None, cache_dir: Path | None = None, name_prefix: str | None = None,
-                    deps: SampleDeps | None = None) -> SearchCampaignResult:
+                    deps: SampleDeps | None = None, require_quiet: bool = False) -> SearchCampaignResult:
     """Search every case of `spec` (one verification sample each) into `out_dir`."""
     spec = spec.model_copy(update={"samples": 1})
     with signals_as_interrupt():
         ctx, cases = prepare_campaign(spec, out_dir, resume=resume, state_dir=state_dir or settings.state_dir(),
-                                      cache_dir=cache_dir or settings.cache_dir())
+                                      cache_dir=cache_dir or settings.cache_dir(), require_quiet=require_quiet)
         ctx.name_prefix = name_prefix or settings.name_prefix()
         progress = progress or Progress(len(cases))
         out = SearchCampaignResult(out_dir)

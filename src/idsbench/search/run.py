@@ -1,7 +1,10 @@
-"""Search one case: trials on a warm sensor (or a fresh one each), the bracket, verification.
+"""Search one case: MLRsearch (FD.io CSIT's controller, `search/mlr.py`) chooses each trial's load and
+duration; idsbench measures it on a warm sensor (or a fresh one each) and says how many packets the
+sensor forwarded (processed in time). `search.repeats` whole searches, a fresh sensor each; the
+median result is verified once at final length.
 
-A trial replays the case's trace at one value of the axis for `search.trial_s` seconds and judges it
-by the loss waterfall (every drop point, not only the capture drops). Warm trials share one running
+A trial replays the case's trace at one value of the axis for the duration the controller asks and counts
+its packets by the loss waterfall (every drop point, not only the capture drops). Warm trials share one running
 sensor: its counters are read before and after each trial, and each trial sends its own flows (the
 rewriter's address blocks), so no state carries over. The verification at the result is a cold
 sample of `search.final_s` seconds, stored as the case's sample s0 (the NDR) — a full sample with
@@ -10,9 +13,7 @@ its verdict — or as a cold trial for the other tolerances.
 
 from __future__ import annotations
 
-import math
 import os
-import shutil
 import statistics
 import time
 from collections.abc import Callable
@@ -26,32 +27,33 @@ from idsbench.run.context import CampaignContext
 from idsbench.run.sample import SampleRun
 from idsbench.run.session import Phase, SampleDeps, SensorSession, TrialOutcome
 from idsbench.run.timeline import Timeline
+from idsbench.search import mlr
 from idsbench.search.axis import Axis, axis_for
-from idsbench.search.bracket import Bracket, BracketSearch, Observation, step_back
 from idsbench.sensors.base import Counters
 from idsbench.store import atomic
 from idsbench.store.layout import SEARCH_DIR, SEARCH_FILE
-from idsbench.store.schema import SampleSummary, SearchResult, ToleranceResult, TrialRecord, WaterfallRecord
+from idsbench.store.schema import (
+    SampleSummary,
+    SearchGoals,
+    SearchRepeat,
+    SearchResult,
+    ToleranceResult,
+    TrialRecord,
+    WaterfallRecord,
+)
 from idsbench.traffic.rewrite import MAX_INDEX, distinct_copy
 
 SENDER_SHORT = 0.05  # a trial that sent more than 5% below the offered load is sender-limited
-# A trial fell behind when the work left at the end of its replay is above this share of the replay's
-# work and would keep its whole allocation busy for more than this share of the replay's duration (a
-# light load's few ms of tail work are no deficit), plus one quota period under a CPU quota.
-BEHIND_SLACK = 0.05
-VERIFY_STEPS = 5     # verification trials per tolerance before giving up
-# A verification that failed by at most this much more loss than its tolerance (a few packets of a
-# million: one scheduling pause of a shared host) is run once more at the same value, which holds if
-# that one passes: the value then passed one of two final-length trials, MLRsearch's "goal exceed
-# ratio" of 0.5 (FD.io CSIT's default). A clearer failure steps back at once.
-MARGINAL_LOSS = 1e-4
-# A trial that fell behind without loss while the sensor needed this much more CPU per packet than in
-# the search's lossless trials so far ran on a slowed host (this shared VM's host slows the sensor by
-# 10–30% for seconds at a time): it is not judged and the load is tried again, at most MAX_RETRIES
-# times per search (its trial budget).
-SLOW_HOST = 0.15
-MAX_RETRIES = 2
-HELD_SAMPLE_DIR = "held-s0"  # the best verification sample that held, while later ones run in s0
+# Physics of a sensor that keeps up, never a pass/fail threshold: the work still queued when a replay
+# ends is not a deficit while the sensor clears it within the capture's delivery latency at its
+# allocation — those packets are processed as soon after arrival as a sensor that keeps up processes any
+# (Suricata's af-packet: a tpacket-v3 block is handed over after its 10 ms timeout, and its worker's
+# poll wakes at least every 100 ms, POLL_TIMEOUT: 110 ms) — plus, under a CPU quota, one quota period
+# (a throttled sensor waits it out with packets queued, however well it keeps up on average). Work
+# beyond that is the backlog it was behind by: those packets count as not forwarded.
+CAPTURE_LATENCY_S = 0.11
+ACCOUNTING_RETRIES = mlr.ACCOUNTING_RETRIES
+CONTROLLER = "MLRsearch 1.2.1"
 
 
 class CaseSearch:
@@ -63,100 +65,101 @@ class CaseSearch:
         self.dir = ctx.layout.root / SEARCH_DIR / case.case_id
         self.trials: list[TrialRecord] = []
         self.notes: list[str] = []
-        self.search: BracketSearch | None = None
+        self.repeat = 0
         self._flow_block = 0
         self._capture_owed = 0  # packets a warm trial's capture counter had not counted yet
         self.warm = self.cfg.warm  # one sensor for every trial (run() turns it off where it cannot be)
 
+    def goals(self) -> mlr.Goals:
+        """`[search]`'s goals, one per tolerance."""
+        c = self.cfg
+        return mlr.Goals(tuple(c.tolerances), c.exceed_ratio, c.precision, c.initial_trial_s, c.trial_s,
+                         c.duration_sum, c.max_search_s)
+
     def run(self) -> SearchResult:
+        """`search.repeats` whole searches (a fresh sensor each), the median of their results, and one
+        final-length verification at each median."""
         started = time.monotonic()
         self.dir.mkdir(parents=True, exist_ok=True)
         axis = self.axis = axis_for(self.ctx, self.case)
-        warm = self.warm = self.cfg.warm
-        if warm and axis.name == "cpus" and self.case.setup != "baremetal":
-            warm = self.warm = False
+        if self.warm and axis.name == "cpus" and self.case.setup != "baremetal":
+            self.warm = False
             self.notes.append(f"the cpus axis on {self.case.setup} runs cold trials (its limit is set at start)")
-        if warm:
-            with self.deps.make_stack(self.ctx.state_dir) as stack:
-                # the cpus axis starts at the largest allocation (a limit that can then be lowered)
-                case = axis.case_for(axis.high, self.cfg.trial_s) if axis.name == "cpus" else self.case
-                session = SensorSession(self.ctx, case, self.dir / "warm", self.deps, stack,
-                                        f"{stack.run_id}-warm", self.phase)
-                (self.dir / "warm").mkdir(exist_ok=True)
-                try:
-                    if session.open():
-                        axis = self._search(axis, lambda value: self._warm_trial(session, self.axis, value))
-                    else:
-                        self.notes.append(f"the sensor did not start: {session.facts.sensor_failure}")
-                finally:
-                    session.close()
-        else:
-            axis = self._search(axis, lambda value: self._cold_trial(self.axis, value, self.cfg.trial_s,
-                                                                    f"t{len(self.trials)}"))
-        results = self._results(axis)
+        repeats: list[SearchRepeat] = []
+        for k in range(self.cfg.repeats):
+            self.repeat = k
+            self.phase(f"search {k + 1}/{self.cfg.repeats}" if self.cfg.repeats > 1 else "search")
+            began, first = time.monotonic(), len(self.trials)
+            axis, outcomes = self._one_search(axis_for(self.ctx, self.case) if k else axis)
+            repeats.append(self._repeat_record(k, axis, outcomes, len(self.trials) - first,
+                                               time.monotonic() - began))
+        results = median_results(repeats)
         trials_done = time.monotonic()
         verification = self._verify(axis, results)
+        g = self.goals()
         result = SearchResult(
             case_id=self.case.case_id, axis=axis.name, unit=axis.unit, precision=self.cfg.precision,
-            mode="warm" if warm else "cold", avg_frame_bytes=axis.avg_frame, sender_ceiling_pps=axis.ceiling_pps,
+            mode="warm" if self.warm else "cold", avg_frame_bytes=axis.avg_frame, sender_ceiling_pps=axis.ceiling_pps,
             fixed_load_pps=axis.fixed_load_pps, results=tuple(results), trials=tuple(self.trials),
             verification=tuple(verification), elapsed_s=round(time.monotonic() - started, 3),
             trials_s=round(trials_done - started, 3), verification_s=round(time.monotonic() - trials_done, 3),
-            notes=tuple(self.notes))
+            notes=tuple(self.notes), repeats=tuple(repeats),
+            goals=SearchGoals(tolerances=g.tolerances, exceed_ratio=g.exceed_ratio, relative_width=g.relative_width,
+                              initial_trial_s=min(g.initial_trial_s, g.final_trial_s), final_trial_s=g.final_trial_s,
+                              duration_sum_s=max(g.duration_sum_s, g.final_trial_s), controller=CONTROLLER),
+            allocation_cpus=self._allocation(axis, None)[0])
         atomic.write_json(self.dir / SEARCH_FILE, result.model_dump(mode="json"))
         return result
 
-    def _search(self, axis: Axis, trial: Callable[[float | None], TrialRecord]) -> Axis:
-        """The loop: measure the sender's ceiling when the top is unknown, then bracket."""
+    def _one_search(self, axis: Axis) -> tuple[Axis, list[mlr.GoalOutcome]]:
+        """One whole search on a fresh sensor (warm) or a fresh sensor per trial (cold)."""
+        if not self.warm:
+            return self._control(axis, lambda d, v: self._cold_trial(self.axis, v, d, f"t{len(self.trials)}"))
+        with self.deps.make_stack(self.ctx.state_dir) as stack:
+            # the cpus axis starts at the largest allocation (a limit that can then be lowered)
+            case = axis.case_for(axis.high, self.cfg.trial_s) if axis.name == "cpus" else self.case
+            name = f"warm{self.repeat}" if self.repeat else "warm"
+            session = SensorSession(self.ctx, case, self.dir / name, self.deps, stack,
+                                    f"{stack.run_id}-{name}", self.phase)
+            (self.dir / name).mkdir(exist_ok=True)
+            self._capture_owed = 0
+            try:
+                if not session.open():
+                    self.notes.append(f"the sensor did not start: {session.facts.sensor_failure}")
+                    return axis, []
+                return self._control(axis, lambda d, v: self._warm_trial(session, self.axis, v, d))
+            finally:
+                session.close()
+
+    def _control(self, axis: Axis, trial: Callable[[float, float | None], TrialRecord]) -> \
+            tuple[Axis, list[mlr.GoalOutcome]]:
+        """Measure the sender's ceiling when the top is unknown, then hand the trials to MLRsearch."""
         self.axis = axis
         if axis.needs_ceiling:
-            first = trial(None)
+            first = trial(self.cfg.initial_trial_s, None)
             if first.sensor_failed or first.achieved_pps <= 0:
                 self.notes.append("the ceiling trial failed: " + (first.sensor_failed or "nothing was sent"))
-                self.search = None
-                return axis
+                return axis, []
             axis = self.axis = axis.with_ceiling(first.achieved_pps)
-            self.trials[-1] = first = first.model_copy(update={"value": axis.high})
-        search = self.search = BracketSearch(tuple(self.cfg.tolerances), self.cfg.precision, axis.low, axis.high,
-                                             direction=axis.direction, integer=axis.integer)
-        judged: list[TrialRecord] = []  # the trials the bracket has seen
-        top = self.trials[-1] if self.trials else None
-        if top is not None and not _accounted(top) and top.waterfall is not None and top.waterfall.unaccounted_pkts > 0:
-            # far beyond the sensor: what it had not counted after the drain counts as lost (a second
-            # top-speed trial would tell the same at the cost of a trial)
-            self.notes.append(f"trial {top.index} is judged all the same: the packets the sensor had not "
-                              "counted after the drain count as lost")
-        elif top is not None and not _accounted(top):
-            top = None
-        if top is not None:
-            judged.append(top)
-            search.record(self._observation(axis, top))
-        retries = 0
-        retry: float | None = None  # a load whose trial the host slowed down: tried again next
-        while (value := retry if retry is not None else search.next_value()) is not None \
-                and len(self.trials) < self.cfg.max_trials:
-            retry = None
-            record = trial(value)
-            if not _accounted(record):
-                continue  # tried again: a trial that does not add up tells nothing about the sensor
-            slower = _host_slowed(record, judged) if retries < MAX_RETRIES else None
-            if slower is not None:
-                retries += 1
-                retry = value
-                self.notes.append(f"trial {record.index} fell behind while the sensor needed {slower:.0%} more CPU "
-                                  "per packet than in the lossless trials before it (the host slowed it); "
-                                  "not judged, tried again")
-                continue
-            judged.append(record)
-            search.record(self._observation(axis, record))
-            if record.sensor_failed and self.warm:  # one sensor for all trials: it is gone
-                self.notes.append(f"trial {record.index}: {record.sensor_failed}; the search stopped")
-                break
-        if search.next_value() is not None and len(self.trials) >= self.cfg.max_trials:
-            self.notes.append(f"stopped after search.max_trials = {self.cfg.max_trials} trials")
-        return axis
+            self.trials[-1] = first.model_copy(update={"value": axis.high, "ceiling": True})
+        dead: list[str] = []
 
-    def _warm_trial(self, session: SensorSession, axis: Axis, value: float | None) -> TrialRecord:
+        def counted(duration_s: float, value: float) -> mlr.TrialCount:
+            if dead:  # one sensor for all trials: once it is gone every trial fails
+                return mlr.TrialCount(offered=1, forwarded=0, duration_s=duration_s)
+            record = trial(duration_s, value)
+            if record.sensor_failed and self.warm:
+                dead.append(record.sensor_failed)
+                self.notes.append(f"trial {record.index}: {record.sensor_failed}; the search stopped")
+            return trial_count(record)
+
+        outcomes = mlr.run_controller(self.goals(), mlr.LoadMap(axis.name, axis.low, axis.high), counted,
+                                      max_trials=self.cfg.max_trials, note=self.notes.append)
+        return axis, outcomes
+
+    def _warm_trial(self, session: SensorSession, axis: Axis, value: float | None,
+                    duration_s: float | None = None) -> TrialRecord:
+        duration_s = duration_s or self.cfg.trial_s
         timeline = Timeline(self.deps.wall, self.deps.monotonic)
         timeline.enter("setup")
         if not session.alive():
@@ -167,23 +170,20 @@ class CaseSearch:
             record = self._failed_record(axis, value, "warm", "this setup cannot change its CPU limit while running")
             self.trials.append(record)
             return record
-        case = axis.case_for(value, self.cfg.trial_s)
+        case = axis.case_for(value, duration_s)
         out = self.dir / f"t{len(self.trials)}"
         out.mkdir(parents=True, exist_ok=True)
         plan = session.plan(case, self._fresh_flows(case), out)
         outcome = session.trial(plan, settle_s=0.0, measure_cpu=True, timeline=timeline)
         timeline.enter("analysis")
-        record = self._record(axis, value, "warm", outcome, len(self.trials))
+        record = self._record(axis, value, "warm", outcome, len(self.trials), duration_s)
         timeline.end()
         record = record.model_copy(update={"phases": timeline.records()})
         self.trials.append(record)
-        if not _accounted(record) and record.sensor_failed is None:
-            w = record.waterfall
-            synced = session.resync()
-            self.notes.append(
-                f"trial {record.index}: {w.unaccounted_pkts if w else record.sent_pkts:+d} packets unaccounted for "
-                "after the drain (the sensor's counters lagged its interface); not judged, "
-                + ("tried again" if synced else "and the sensor never caught up"))
+        if not record.accounted and record.sensor_failed is None:
+            synced = session.resync()  # the next trial starts from a true baseline
+            if not synced:
+                self.notes.append(f"trial {record.index}: the sensor's counters never caught up with its interface")
         return record
 
     def _cold_trial(self, axis: Axis, value: float | None, duration_s: float, name: str) -> TrialRecord:
@@ -198,7 +198,7 @@ class CaseSearch:
                 else:
                     plan = session.plan(case, self.ctx.replay_paths(case), sample_dir)
                     outcome = session.trial(plan, settle_s=0.0, measure_cpu=True)
-                    record = self._record(axis, value, "cold", outcome, len(self.trials))
+                    record = self._record(axis, value, "cold", outcome, len(self.trials), duration_s)
             finally:
                 session.close()
         if name.startswith("t"):
@@ -214,7 +214,8 @@ class CaseSearch:
             paths.append(distinct_copy(original, self._flow_block, self.ctx.cache_dir))
         return paths
 
-    def _record(self, axis: Axis, value: float | None, mode: str, outcome: TrialOutcome, index: int) -> TrialRecord:
+    def _record(self, axis: Axis, value: float | None, mode: str, outcome: TrialOutcome, index: int,
+                duration_s: float | None = None) -> TrialRecord:
         rec = outcome.replay.record
         elapsed = max((r.elapsed_s for r in rec.replayers), default=0.0) or (rec.end_unix - rec.start_unix)
         achieved = sum(r.pps for r in rec.replayers)
@@ -222,11 +223,11 @@ class CaseSearch:
         counters, wf = outcome.counters, outcome.waterfall
         owed, self._capture_owed = (self._capture_owed if mode == "warm" else 0), 0
         if counters is not None and wf is not None:
-            # A running sensor's capture counter can be older than its decode counter (seen with
-            # Suricata under a tenth of a core: every packet decoded, its kernel count 10% short). It
-            # captured at least what it decoded and dropped; drops it has not read yet stay unaccounted.
-            # What it caught up with later shows as a surplus in the next warm trial (whose baseline
-            # was that old count): taken off there, up to what was owed.
+            # Counters read late (physics): a running sensor's capture counter can be older than its
+            # decode counter (Suricata under a tenth of a core: every packet decoded, its kernel count
+            # 10% short). It captured at least what it decoded and dropped; drops it has not read yet
+            # stay unaccounted. What it caught up with later shows as a surplus in the next warm trial
+            # (whose baseline was that old count): taken off there, up to what was owed.
             # (A sample reads a stopped sensor's final counters: there the same gap makes it invalid.)
             processed = counters.decoded_pkts + counters.dropped_pkts
             captured = counters.captured_pkts - min(owed, max(0, counters.captured_pkts - processed))
@@ -237,17 +238,28 @@ class CaseSearch:
                 counters = replace(counters, captured_pkts=captured)
                 wf = waterfall_of(rec.sent_pkts, outcome.wire, counters, wf.invisible)
         allocation, quota = self._allocation(axis, value)
-        behind = outcome.cpu is not None and \
-            outcome.cpu.fell_behind(allocation, BEHIND_SLACK, CFS_PERIOD_US / 1e6 if quota else 0.0)
+        cpu = outcome.cpu
+        behind = 0
+        cpu_s = us_per_pkt = None
+        if cpu is not None and wf is not None:
+            replay_work = max(0.0, cpu.at_replay_end - cpu.at_start - cpu.idle_rate * cpu.replay_s)
+            allowance = allocation * (CAPTURE_LATENCY_S + (CFS_PERIOD_US / 1e6 if quota else 0.0))
+            behind = mlr.behind_packets(cpu.backlog_work_s, replay_work, wf.decoded_pkts, allowance)
+            cpu_s = replay_work + cpu.backlog_work_s
+            if wf.decoded_pkts > 0 and cpu_s > 0:
+                us_per_pkt = round(cpu_s / wf.decoded_pkts * 1e6, 4)
+        accounted = wf is not None and (wf.unaccounted_pkts == 0 or (bool(wf.invisible) and wf.unaccounted_pkts > 0))
         return TrialRecord(
             index=index, mode="warm" if mode == "warm" else "cold", value=value if value is not None else achieved,
-            offered_pps=offered, sensor_cpus_used=round(outcome.cpu.cores_needed, 4) if outcome.cpu else None,
-            backlog_fraction=round(outcome.cpu.backlog_fraction, 5) if outcome.cpu else None,
+            offered_pps=offered, sensor_cpus_used=round(cpu.cores_needed, 4) if cpu else None,
+            backlog_fraction=round(cpu.backlog_fraction, 5) if cpu else None,
             achieved_pps=round(achieved, 3), achieved_mbps=round(sum(r.mbps for r in rec.replayers), 3),
             duration_s=round(elapsed, 3), sent_pkts=rec.sent_pkts, counters=counters or Counters(),
             waterfall=waterfall_record(wf) if wf else None,
             sender_limited=offered is not None and achieved < offered * (1 - SENDER_SHORT),
-            fell_behind=behind,
+            fell_behind=behind > 0, behind_pkts=behind, repeat=self.repeat,
+            intended_duration_s=duration_s, accounted=accounted or not outcome.sensor_alive,
+            sensor_cpu_s=round(cpu_s, 6) if cpu_s is not None else None, sensor_us_per_pkt=us_per_pkt,
             sensor_failed=None if outcome.sensor_alive else "the sensor died during the trial",
             started_unix=rec.start_unix, ended_unix=rec.end_unix)
 
@@ -263,124 +275,38 @@ class CaseSearch:
     def _failed_record(self, axis: Axis, value: float | None, mode: str, why: str | None) -> TrialRecord:
         return TrialRecord(index=len(self.trials), mode="warm" if mode == "warm" else "cold", value=value or 0.0,
                            offered_pps=axis.offered_pps(value), achieved_pps=0.0, duration_s=0.0, sent_pkts=0,
-                           sensor_failed=why or "the sensor did not start")
-
-    def _observation(self, axis: Axis, record: TrialRecord) -> Observation:
-        loss = 1.0 if record.sensor_failed or record.waterfall is None else record.waterfall.loss_ratio
-        if record.fell_behind and record.backlog_fraction is not None:
-            # what a longer trial would have lost too: it kept up with 1/(1 + backlog) of what it took
-            loss = 1.0 - (1.0 - loss) / (1.0 + record.backlog_fraction)
-        achieved = axis.value_of_achieved(record.achieved_pps)
-        return Observation(record.value, loss, sender_limited=record.sender_limited, achieved=achieved,
-                           usage=record.sensor_cpus_used, behind=record.fell_behind)
+                           repeat=self.repeat, sensor_failed=why or "the sensor did not start")
 
     # --- results ------------------------------------------------------------------------------
-    def _results(self, axis: Axis) -> list[ToleranceResult]:
-        brackets = self.search.result() if self.search is not None else \
-            [Bracket(t) for t in sorted(self.cfg.tolerances)]
-        out = []
-        for b in brackets:
-            bracket = None
-            if b.passed is not None and b.failed is not None:
-                lo, hi = sorted((b.passed, b.failed))
-                bracket = (lo, hi)
-            out.append(ToleranceResult(tolerance=b.tolerance, value=b.passed,
-                                       value_pps=axis.pps_of(b.passed) if b.passed is not None else None,
-                                       bracket=bracket, lower_bound=b.lower_bound))
-        return out
+    def _repeat_record(self, index: int, axis: Axis, outcomes: list[mlr.GoalOutcome], trials: int,
+                       elapsed_s: float) -> SearchRepeat:
+        by_tolerance = {o.tolerance: o for o in outcomes}
+        results = []
+        for t in sorted(self.cfg.tolerances):
+            o = by_tolerance.get(t)
+            results.append(tolerance_result(axis, t, o))
+        ndr = next((r for r in results if r.tolerance == 0), None)
+        return SearchRepeat(index=index, results=tuple(results), trials=trials, elapsed_s=round(elapsed_s, 3),
+                            ndr_pps=ndr.value_pps if ndr else None)
 
     def _verify(self, axis: Axis, results: list[ToleranceResult]) -> list[TrialRecord]:
-        """A final-length cold trial at each result (the NDR as the case's sample s0). A result that
-        fails it is stepped back (`bracket.step_back`: by the precision, or as far as its loss says);
-        when the value that then holds is further than the precision from the closest failure, the
-        gap is narrowed with more final-length trials (at most VERIFY_STEPS in all). The NDR's s0 is
-        always the sample at the value reported."""
+        """One final-length cold trial at each result (the NDR's as the case's sample s0, a full sample
+        with its verdict): `verified` says whether it met its tolerance. It does not move the result —
+        the controller's goals already say how much noise a result tolerates."""
         verified: list[TrialRecord] = []
         for i, r in enumerate(results):
             if r.value is None:
                 continue
             self.phase(f"verify {r.tolerance:g}")
-            held, broke, last = self._verify_tolerance(axis, r, i, verified)
-            if held is None:
-                results[i] = r.model_copy(update={"value": None, "value_pps": None, "verified": False})
-                self.notes.append(f"tolerance {r.tolerance:g}: no value held in the verification trials "
-                                  f"(last tried {last:,.6g} {axis.unit})")
-                continue
-            if i == 0:  # s0 is the verification sample at the value reported (it may not be the last)
-                self._restore_held_sample()
-            if broke is None:
-                bracket = r.bracket
-            else:
-                lo, hi = sorted((held, broke))
-                bracket = (lo, hi)
-            results[i] = r.model_copy(update={"value": held, "value_pps": axis.pps_of(held), "verified": True,
-                                              "bracket": bracket})
-        return verified
-
-    def _verify_tolerance(self, axis: Axis, r: ToleranceResult, tolerance_index: int,
-                          verified: list[TrialRecord]) -> tuple[float | None, float | None, float]:
-        """(best value that held, closest value that did not, last value tried) for one tolerance."""
-        def better(a: float, b: float) -> bool:
-            return a > b if axis.direction == "max" else a < b
-
-        held: float | None = None
-        broke: float | None = None
-        value: float | None = r.value
-        last = float(r.value or 0.0)
-        retried: set[float] = set()
-        for _ in range(VERIFY_STEPS):
-            if value is None:
-                break
-            record = self._verify_at(axis, value, tolerance_index, len(self.trials) + len(verified))
+            record = self._verify_at(axis, r.value, i, len(self.trials) + len(verified))
             verified.append(record)
-            last = value
             loss = 1.0 if record.sensor_failed or record.waterfall is None else record.waterfall.loss_ratio
-            if record.sensor_failed is None and loss <= r.tolerance:
-                if held is None or better(value, held):
-                    held = value
-                    if tolerance_index == 0:
-                        self._keep_held_sample()
-                if broke is None:
-                    break  # held where the search ended (or first after stepping back without a failure)
-            elif record.sensor_failed is None and loss <= r.tolerance + MARGINAL_LOSS and value not in retried:
-                retried.add(value)
-                self.notes.append(f"tolerance {r.tolerance:g}: the verification at {value:,.6g} {axis.unit} lost "
-                                  f"{loss:.2g} of its packets; run once more (the value holds if that one passes)")
-                continue
-            else:
-                broke = value if broke is None or better(broke, value) else broke
-            if held is None:
-                value = step_back(value, loss, r.tolerance, self.cfg.precision, direction=axis.direction,
-                                  integer=axis.integer, low=axis.low, high=axis.high)
-                continue
-            assert broke is not None
-            lo, hi = sorted((held, broke))
-            if (hi - lo <= 1) if axis.integer else (hi / lo - 1 <= self.cfg.precision):
-                break
-            middle = math.sqrt(lo * hi)
-            value = float(round(middle)) if axis.integer else middle
-            if value in (lo, hi):
-                break
-        return held, broke, last
-
-    def _keep_held_sample(self) -> None:
-        """Set the sample s0 that just held aside: a later verification would reuse its directory."""
-        kept = self.dir / HELD_SAMPLE_DIR
-        if kept.exists():
-            shutil.rmtree(kept)
-        s0 = self.ctx.layout.sample_dir(self.case.case_id, 0)
-        if s0.is_dir():
-            shutil.move(s0, kept)
-
-    def _restore_held_sample(self) -> None:
-        """The case's sample s0 becomes the best verification that held (not a later one that broke)."""
-        kept = self.dir / HELD_SAMPLE_DIR
-        if not kept.is_dir():
-            return
-        s0 = self.ctx.layout.sample_dir(self.case.case_id, 0)
-        if s0.exists():
-            shutil.rmtree(s0)
-        shutil.move(kept, s0)
+            held = record.sensor_failed is None and loss <= r.tolerance
+            if not held:
+                self.notes.append(f"tolerance {r.tolerance:g}: the {self.cfg.final_s:g} s verification at "
+                                  f"{r.value:,.6g} {axis.unit} lost {loss:.3g} of its packets")
+            results[i] = r.model_copy(update={"verified": held})
+        return verified
 
     def _verify_at(self, axis: Axis, value: float, tolerance_index: int, index: int) -> TrialRecord:
         if tolerance_index > 0:
@@ -394,7 +320,68 @@ class CaseSearch:
             achieved_pps=sum(x.pps for x in replay.replayers) if replay else 0.0,
             duration_s=self.cfg.final_s, sent_pkts=replay.sent_pkts if replay else 0,
             counters=sample.sensor.counters, waterfall=loss_of_sample(sample),
+            sensor_us_per_pkt=sample.cost.us_per_pkt if sample.cost else None,
             sensor_failed=None if sample.status in ("ok", "invalid") else sample.reason)
+
+
+def trial_count(record: TrialRecord) -> mlr.TrialCount:
+    """What a trial tells the controller (a dead sensor forwarded nothing)."""
+    w = record.waterfall
+    if record.sensor_failed or w is None:
+        return mlr.TrialCount(offered=max(1, record.sent_pkts), forwarded=0, duration_s=record.duration_s)
+    lost = w.loss_sender_pkts + w.loss_wire_pkts + w.loss_nic_pkts + w.loss_softnet_pkts + w.loss_capture_pkts
+    why = "" if record.accounted else f"{w.unaccounted_pkts:+d} packets unaccounted for after the drain"
+    intended = None
+    if record.sender_limited and record.offered_pps:  # the sender fell short: this load was never offered
+        intended = round(record.offered_pps * (record.intended_duration_s or record.duration_s))
+    return mlr.TrialCount(
+        intended=intended, offered=record.sent_pkts,
+        forwarded=min(mlr.forwarded(record.sent_pkts, lost, w.unprocessed_pkts, record.behind_pkts),
+                      max(0, w.decoded_pkts - record.behind_pkts)),
+        duration_s=record.duration_s, accounted=record.accounted, why=why)
+
+
+def tolerance_result(axis: Axis, tolerance: float, o: mlr.GoalOutcome | None) -> ToleranceResult:
+    """One goal of one search in axis units: the relevant lower bound is the value, (lower, upper) the
+    bracket; no upper bound on a max-load axis = the sensor took the top (a lower bound)."""
+    if o is None:
+        return ToleranceResult(tolerance=tolerance, value=None)
+    bracket = None
+    if o.lower is not None and o.upper is not None:
+        lo, hi = sorted((o.lower, o.upper))
+        bracket = (lo, hi)
+    pps = axis.pps_of(o.lower) if o.lower is not None else None
+    conditional = pps * o.kept if o.kept is not None and pps is not None and axis.direction == "max" else None
+    return ToleranceResult(tolerance=tolerance, value=o.lower, value_pps=pps, bracket=bracket,
+                           lower_bound=o.lower is not None and o.upper is None and axis.direction == "max",
+                           relevant_lower=o.lower, relevant_upper=o.upper,
+                           conditional_pps=round(conditional, 3) if conditional is not None else None)
+
+
+def median_results(repeats: list[SearchRepeat]) -> list[ToleranceResult]:
+    """Per tolerance, the median over the repeats of the value, its bounds and conditional throughput
+    (the one repeat's own result when there is one)."""
+    if len(repeats) == 1:
+        return list(repeats[0].results)
+    out = []
+    for i, first in enumerate(repeats[0].results):
+        each = [r.results[i] for r in repeats]
+
+        def mid(values: list[float | None]) -> float | None:
+            known = [v for v in values if v is not None]
+            return statistics.median(known) if len(known) == len(values) and known else None
+
+        value = mid([r.value for r in each])
+        lower, upper = mid([r.relevant_lower for r in each]), mid([r.relevant_upper for r in each])
+        bracket = None
+        if lower is not None and upper is not None:
+            lo, hi = sorted((lower, upper))
+            bracket = (lo, hi)
+        out.append(ToleranceResult(tolerance=first.tolerance, value=value,
+                                   value_pps=mid([r.value_pps for r in each]), bracket=bracket,
+                                   lower_bound=any(r.lower_bound for r in each), relevant_lower=lower,
+                                   relevant_upper=upper, conditional_pps=mid([r.conditional_pps for r in each])))
+    return out
 
 
 def waterfall_record(wf: Waterfall) -> WaterfallRecord:
@@ -410,24 +397,3 @@ def loss_of_sample(summary: SampleSummary) -> WaterfallRecord | None:
         return None
     return waterfall_record(waterfall_of(summary.replay.sent_pkts, summary.wire, summary.sensor.counters,
                                             summary.invisible))
-
-
-def _host_slowed(record: TrialRecord, before: list[TrialRecord]) -> float | None:
-    """How much more CPU per packet the sensor needed in `record`, which fell behind without loss, than
-    the median of the lossless, kept-up trials `before` it (at least two) — when above SLOW_HOST."""
-    cost = record.cpu_s_per_packet
-    if not record.fell_behind or cost is None or record.waterfall is None or record.waterfall.loss_ratio > 0:
-        return None
-    usual = [c for t in before if t.kept_up_lossless and (c := t.cpu_s_per_packet) is not None]
-    if len(usual) < 2:
-        return None
-    slower = cost / statistics.median(usual) - 1
-    return slower if slower > SLOW_HOST else None
-
-
-def _accounted(record: TrialRecord) -> bool:
-    """The trial's packets all add up (drops the host cannot see are allowed where it says so)."""
-    if record.sensor_failed is not None:
-        return True  # a dead sensor is a result (a failure at this load)
-    w = record.waterfall
-    return w is not None and (w.unaccounted_pkts == 0 or (bool(w.invisible) and w.unaccounted_pkts > 0))

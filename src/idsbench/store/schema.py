@@ -212,6 +212,27 @@ def phase_seconds(phases: tuple[PhaseRecord, ...]) -> dict[str, float]:
     return out
 
 
+class SensorCostRecord(Record):
+    """What the sensor's packets cost: its CPU time (its cgroup) from replay start to the end of its
+    drain, idle use taken out, over the packets it processed; instructions and cycles where a PMU
+    is visible (`pmu` says why not otherwise)."""
+
+    cpu_s: float
+    processed_pkts: int
+    us_per_pkt: float | None = None
+    instructions: int | None = None
+    cycles: int | None = None
+    pmu: str | None = None            # None: counted; else e.g. "not supported: no hardware PMU visible"
+
+    @property
+    def instr_per_pkt(self) -> float | None:
+        return self.instructions / self.processed_pkts if self.instructions and self.processed_pkts else None
+
+    @property
+    def cycles_per_pkt(self) -> float | None:
+        return self.cycles / self.processed_pkts if self.cycles and self.processed_pkts else None
+
+
 class SampleSummary(Record):
     """summary.json: written last and atomically; a sample is complete iff it exists."""
 
@@ -242,6 +263,7 @@ class SampleSummary(Record):
     pair: str | None = None              # "sender/sensor" host names of a sample run on hosts
     profile: ProfileRecord | None = None  # [profile]: where the sensor's CPU went in this sample
     phases: tuple[PhaseRecord, ...] = ()  # schema 3: the timeline (PHASES), empty in older summaries
+    cost: SensorCostRecord | None = None  # the sensor's CPU (and PMU counts) per processed packet
 
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
 
@@ -297,7 +319,14 @@ class TrialRecord(Record):
     sender_limited: bool = False      # the sender fell short of the offered rate: not a pass
     sensor_cpus_used: float | None = None   # cores the trial's packets needed (replay + drain over the replay)
     backlog_fraction: float | None = None   # work left when the replay ended, over the replay's work
-    fell_behind: bool = False         # that backlog above search's slack: not a pass (its ring hid the loss)
+    fell_behind: bool = False         # work beyond the physics allowance was left: behind_pkts > 0
+    behind_pkts: int = 0              # the packets of that backlog: not forwarded in time
+    accounted: bool = True            # its waterfall closed (else it was repeated, not judged)
+    ceiling: bool = False             # the trial that measured the sender's maximum (topspeed)
+    repeat: int = 0                   # which whole search (search.repeats) it belongs to
+    intended_duration_s: float | None = None   # the duration the controller asked for
+    sensor_cpu_s: float | None = None          # the sensor's CPU time for its packets (idle use taken out)
+    sensor_us_per_pkt: float | None = None     # that over the packets it processed, in µs
     sensor_failed: str | None = None
     started_unix: float = 0.0
     ended_unix: float = 0.0
@@ -318,7 +347,9 @@ class TrialRecord(Record):
 
     @property
     def cpu_s_per_packet(self) -> float | None:
-        """The sensor's CPU seconds per packet sent (None without its CPU time)."""
+        """The sensor's CPU seconds per packet it processed (None without its CPU time)."""
+        if self.sensor_us_per_pkt is not None:
+            return self.sensor_us_per_pkt / 1e6
         if not self.sensor_cpus_used or self.achieved_pps <= 0 or self.sensor_failed:
             return None
         return self.sensor_cpus_used / self.achieved_pps
@@ -331,6 +362,31 @@ class ToleranceResult(Record):
     bracket: tuple[float, float] | None = None   # (highest pass, lowest fail) in the axis unit
     lower_bound: bool = False         # limited by the sender: the sensor may take more
     verified: bool | None = None      # the verification trial at the result was lossless within tolerance
+    relevant_lower: float | None = None   # MLRsearch's relevant lower bound (axis unit) = value
+    relevant_upper: float | None = None   # and relevant upper bound (None: the top met the goal)
+    conditional_pps: float | None = None  # conditional throughput: the lower bound's load × (1 − its quantile loss)
+
+
+class SearchGoals(Record):
+    """The goal parameters a search ran with (one MLRsearch goal per tolerance)."""
+
+    tolerances: tuple[float, ...]
+    exceed_ratio: float
+    relative_width: float
+    initial_trial_s: float
+    final_trial_s: float
+    duration_sum_s: float
+    controller: str = ""
+
+
+class SearchRepeat(Record):
+    """One whole search of `search.repeats` (a fresh sensor)."""
+
+    index: int
+    results: tuple[ToleranceResult, ...] = ()
+    trials: int = 0
+    elapsed_s: float = 0.0
+    ndr_pps: float | None = None
 
 
 class SearchResult(Record):
@@ -351,6 +407,9 @@ class SearchResult(Record):
     trials_s: float = 0.0              # of which the trials (warm: with the sensor's start and stop)
     verification_s: float = 0.0        # and the cold verification samples
     notes: tuple[str, ...] = ()
+    repeats: tuple[SearchRepeat, ...] = ()   # each whole search; `results` = their median
+    goals: SearchGoals | None = None
+    allocation_cpus: float | None = None     # the sensor's CPUs (quota, else the host's): capacity estimates
 
 
 class GroundTruth(Record):
@@ -426,7 +485,9 @@ CASE_METRICS = ("trace_pkts", "sent_pkts", "captured_pkts", "dropped_pkts", "dec
                 # detection under load, against the offline ground truth (when there is one)
                 "alert_recall", "alerts_extra",
                 # the sample's wall time beyond its replay (SampleSummary.overhead_s)
-                "overhead_s")
+                "overhead_s",
+                # what a packet cost the sensor (its cgroup's CPU time; PMU counts where visible)
+                "sensor_us_per_pkt", "sensor_instr_per_pkt", "sensor_cycles_per_pkt")
 
 
 class CaseResult(Record):
