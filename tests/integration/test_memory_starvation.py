@@ -49,10 +49,12 @@ settle_s = 1
 
 
 def _limit_hit_unix(sample: Path) -> float | None:
-    """When the sensor's group first came within 3% of the limit (monitor.csv, one row a second)."""
+    """When the sensor's group first came within 3% of the limit (monitor.csv, one row a second): by
+    the kernel's peak, since a sensor killed between two rows never shows the usage itself."""
     with open(sample / "monitor.csv") as fh:
         for row in csv.DictReader(fh):
-            if row["sensor_mem_bytes"] and int(row["sensor_mem_bytes"]) >= LIMIT * 0.97:
+            seen = max(int(row[k]) for k in ("sensor_mem_bytes", "sensor_mem_peak_bytes") if row[k])
+            if seen >= LIMIT * 0.97:
                 return float(row["t_unix"])
     return None
 
