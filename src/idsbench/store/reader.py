@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from idsbench.errors import InputError
 from idsbench.store.layout import CAMPAIGN_FILE, CASES_DIR, EVE_FILE, SEARCH_DIR, SEARCH_FILE, SUMMARY_FILE, TRUTH_DIR
+from idsbench.store.rule_profile import RULE_PROFILE_FILE, RuleCost, read_profile
 from idsbench.store.schema import CampaignDoc, CaseParams, GroundTruth, PlannedCase, SampleSummary, SearchResult, migrate_summary
 
 _SAMPLE_DIR = re.compile(r"^s(\d+)$")
@@ -214,3 +215,11 @@ def eve_problem(path: Path, summary: SampleSummary) -> str:
 
 def _short(exc: BaseException) -> str:
     return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+def rule_profile(sample: SampleRecord) -> list[RuleCost] | None:
+    """The sample's rule profile (rule_profile.csv), None when it has none; ValueError/OSError when damaged."""
+    path = sample.path / RULE_PROFILE_FILE
+    if not path.is_file():
+        return None
+    return read_profile(path)
