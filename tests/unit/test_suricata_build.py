@@ -156,3 +156,19 @@ def test_catalog_names_rules_their_category_and_costly_keywords(tmp_path: Path) 
     assert (info[2001].category, info[2001].hints, info[2001].file) == ("emerging-policy", ("pcre", "flowbits"),
                                                                          "et.rules")
     assert info[9].category == "et" and category_of("GPL ICMP_INFO x", "a.rules") == "gpl-icmp_info"
+
+
+def test_ruleset_axis_names_sets_and_keeps_flat_ids() -> None:
+    base = {"name": "x", "traffic": {"traces": ["builtin:mixed"]}}
+    flat = plan(Spec.model_validate({**base, "sensor": {"rules": ["a.rules", "b.rules"]}}))
+    assert [c.rules for c in flat] == ["default"]
+    assert "rs_" not in flat[0].case_id
+    axis = Spec.model_validate({**base, "sensor": {"rules": [["a.rules"], ["a.rules", "b.rules"]]}})
+    assert axis.sensor.ruleset_axis() == [("a", ["a.rules"]), ("a+b", ["a.rules", "b.rules"])]
+    assert axis.sensor.rules == ["a.rules", "b.rules"]
+    cases = plan(axis)
+    assert [c.rules for c in cases] == ["a", "a+b"] and "rs_a_b" in cases[1].case_id
+    named = Spec.model_validate({**base, "sensor": {"rules": {"et": ["et.rules"], "et-minus": ["m.rules"]}}})
+    assert [n for n, _ in named.sensor.ruleset_axis()] == ["et", "et-minus"]
+    again = Spec.model_validate(named.model_dump(mode="json"))  # a stored spec reads back the same
+    assert again.sensor.ruleset_axis() == named.sensor.ruleset_axis()

@@ -17,7 +17,7 @@ from idsbench.accounting import waterfall_of
 from idsbench.errors import IdsbenchError, SensorFailed
 from idsbench.plan import Case
 from idsbench.profile.recorder import ProfileOptions, Profiler
-from idsbench.run.context import CampaignContext
+from idsbench.run.context import CampaignContext, options_key
 from idsbench.run.session import Phase, SampleDeps, SenderGroup, SensorSession, TrialOutcome, split_cpus
 from idsbench.run.verdict import SampleFacts, Verdict, judge
 from idsbench.sensors import ruleprofile
@@ -133,7 +133,7 @@ class SampleRun:
                                   errors=tuple(run.errors()[:50]),
                                   rule_sets=tuple(RuleSetRecord(source=r.source, rules=r.rules, loaded=r.loaded,
                                                                 method=r.method)
-                                                  for r in ctx.rule_loads.get(case.engine, ())))
+                                                  for r in ctx.rule_loads.get(options_key(case.engine, case.rules), ())))
             detection = self._detection(run)
         _write_counters_csv(sample_dir / COUNTERS_FILE, series)
         warnings.extend(_rule_profile(sample_dir, self.case.engine))
