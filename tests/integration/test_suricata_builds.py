@@ -117,5 +117,7 @@ def test_profiling_build_ranks_et_open_rules(tmp_path: Path, ready: Path) -> Non
                          capture_output=True, text=True, check=True)
     listed = json.loads(cli.stdout)
     assert [r["sid"] for r in listed[:20]] == [r.sid for r in top20]
+    html = write_report(out).read_text()
+    assert "Costliest rules" in html and str(top20[0].sid) in html and categories[0].name in html
     assert set(listed[0]) >= {"sid", "msg", "file", "checks", "matches", "ticks_total", "ticks_avg",
                               "ticks_max", "share"}

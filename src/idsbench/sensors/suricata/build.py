@@ -34,7 +34,7 @@ _SOURCE_VERSION = re.compile(r"suricata-(\d+\.\d+(?:\.\d+)?)(?:\.tar\.(?:xz|gz))
 FAILED_LOG_LINES = 25
 # the built binary's runtime libraries (Debian 12 names): a container/VM image installs them
 RUNTIME_PACKAGES = ("libjansson4", "libyaml-0-2", "libpcap0.8", "libcap-ng0", "libmagic1", "liblz4-1",
-                    "libnet1", "libpcre2-8-0", "zlib1g", "libhyperscan5")
+                    "libnet1", "libpcre2-8-0", "zlib1g", "libhyperscan5", "libunwind8")
 
 
 def repo_root() -> Path:
