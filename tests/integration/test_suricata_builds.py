@@ -87,7 +87,7 @@ def test_installed_and_built_suricata_exact_and_compared(tmp_path: Path, ready: 
     assert built["source_sha256"] == "895234a17c5f6bea0657f9b23e7efbc287682253869efa1a5c3f422c99ae831a"
     assert "--enable-profiling-rules" in built["configure_flags"] and built["build_id"]
     html = write_report(out).read_text()
-    assert "8.0.6" in html and BUILD in html
+    assert "Builds compared" in html and f"{BUILD} (8.0.6)" in html and f"suricata ({versions['suricata']})" in html
 
 
 def test_profiling_build_ranks_et_open_rules(tmp_path: Path, ready: Path) -> None:

@@ -172,3 +172,19 @@ def test_ruleset_axis_names_sets_and_keeps_flat_ids() -> None:
     assert [n for n, _ in named.sensor.ruleset_axis()] == ["et", "et-minus"]
     again = Spec.model_validate(named.model_dump(mode="json"))  # a stored spec reads back the same
     assert again.sensor.ruleset_axis() == named.sensor.ruleset_axis()
+
+
+def test_builds_compared_case_by_case_through_the_seam() -> None:
+    from idsbench.analysis.builds import compare_builds
+    from idsbench.store.schema import CaseParams, CaseResult
+
+    def row(engine: str, cpu: float, rate: str = "1000pps") -> CaseResult:
+        return CaseResult(case=f"{engine}-{rate}", params=CaseParams(trace="t", replayers=1, rate=rate, engine=engine),
+                          samples=5, medians={"sensor_cpu_pct": cpu, "alerts": 4.0},
+                          cis={"sensor_cpu_pct": (cpu - 1, cpu + 1), "alerts": (4.0, 4.0)})
+
+    rows = [row("suricata", 30.0), row("suricata@8.0.6", 20.0), row("suricata", 50.0, "2000pps")]
+    (cmp,) = compare_builds(rows)
+    assert cmp.engines == ("suricata", "suricata@8.0.6")
+    assert cmp.deltas["sensor_cpu_pct"].direction == "lower" and cmp.deltas["sensor_cpu_pct"].diff == -10.0
+    assert cmp.deltas["alerts"].direction == "same"

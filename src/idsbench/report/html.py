@@ -72,7 +72,7 @@ def write_report(campaign_dir: Path | str, *, baseline: str = "baremetal",
         waterfall_titles=[t for t, _ in WATERFALL_COLUMNS],
         waterfall=[_waterfall_view(campaign, r) for r in rows if r.samples],
         profiles=profiles, profile_event=RECORD_EVENT, ab=ab_section(campaign, rows),
-        rule_costs=_rule_cost_views(campaign),
+        rule_costs=_rule_cost_views(campaign), builds=_build_views(rows),
     )
     out = root / REPORT_FILE
     out.write_text(html)
@@ -231,5 +231,22 @@ def _rule_cost_views(campaign: Campaign, top: int = 20) -> list[dict[str, Any]]:
             for r in rules[:top]],
             "groups": [{"kind": g.kind, "name": g.name, "rules": g.rules, "ticks_total": f"{g.ticks_total:,.0f}",
                         "share": f"{g.share:.1%}"} for g in groups[:40]]})
+    return views
+
+
+def _build_views(rows: list[CaseResult]) -> list[dict[str, Any]]:
+    """Engines/builds of the campaign compared case by case (analysis/builds.py)."""
+    from idsbench.analysis.builds import compare_builds
+
+    views = []
+    for c in compare_builds(rows):
+        cells = []
+        for metric, d in c.deltas.items():
+            shown = "n/a" if d.diff is None else f"{d.base:,.4g} → {d.contender:,.4g} ({d.direction}" + (
+                f", {d.pct:+.1f}%)" if d.pct is not None else ")")
+            cells.append({"metric": metric, "value": shown})
+        views.append({"base": c.engines[0], "base_version": c.base.extra.get("engine_version") or "",
+                      "contender": c.engines[1], "contender_version": c.contender.extra.get("engine_version") or "",
+                      "case": c.contender.case, "cells": cells})
     return views
 
