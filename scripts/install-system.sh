@@ -11,7 +11,11 @@ PKGS=(suricata tcpreplay iproute2 ethtool procps util-linux python3-venv python3
       # Snort 3 and libdaq are built from ../shared/src (scripts/build-snort.sh); their build dependencies:
       build-essential cmake autoconf automake libtool pkg-config flex bison libfl-dev libdumbnet-dev
       libhwloc-dev libluajit-5.1-dev libpcap-dev libpcre2-dev libssl-dev zlib1g-dev liblzma-dev uuid-dev
-      libhyperscan-dev libunwind-dev)
+      libhyperscan-dev libunwind-dev
+      # Suricata 8 is built from ../shared/src (scripts/build-suricata.sh): Rust >= 1.75 (Debian 12's
+      # rustc-web/cargo-web), cbindgen and its C libraries
+      rustc-web cargo-web cbindgen libjansson-dev libyaml-dev libcap-ng-dev libmagic-dev liblz4-dev
+      libnet1-dev)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -16,7 +16,7 @@ from idsbench.spec import Rate, Spec, parse_size
 
 # Parameters left out of a case id's digest when they have these values (ids of campaigns made
 # before the parameter existed stay the same).
-DIGEST_DEFAULTS = {"engine": "suricata", "sender": "tcpreplay", "config": "default"}
+DIGEST_DEFAULTS = {"engine": "suricata", "sender": "tcpreplay", "config": "default", "rules": "default"}
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ class Case:
     engine: str = "suricata"
     sender: str = "tcpreplay"
     config: str = "default"      # sensor.config: "default" or an overlay file
+    rules: str = "default"       # the ruleset's name (sensor.rulesets), "default" without a ruleset axis
     samples: tuple[Sample, ...] = field(default=(), compare=False)
 
     @property
@@ -64,6 +65,7 @@ class Case:
             "engine": self.engine,
             "sender": self.sender,
             "config": self.config,
+            "rules": self.rules,
         }
 
     @property
@@ -77,6 +79,8 @@ class Case:
             parts.append(_slug(self.sender))
         if self.config != DIGEST_DEFAULTS["config"]:
             parts.append("cfg_" + _slug(Path(self.config).stem))
+        if self.rules != DIGEST_DEFAULTS["rules"]:
+            parts.append("rs_" + _slug(self.rules))
         if self.cpus is not None:
             parts.append(f"c{self.cpus:g}")
         if self.memory is not None:
@@ -103,11 +107,13 @@ def plan(spec: Spec) -> list[Case]:
     axes = itertools.product(
         spec.sensor.engine, spec.sensor.config, spec.traffic.sender, spec.setup.kinds, spec.setup.cpus,
         spec.setup.memory, spec.traffic.traces, spec.traffic.rate, spec.traffic.replayers,
+        [name for name, _ in spec.sensor.ruleset_axis()],
     )
-    for engine, config, sender, setup, cpus, memory, trace, rate, replayers in axes:
+    for engine, config, sender, setup, cpus, memory, trace, rate, replayers, rules in axes:
         case = Case(trace=trace, replayers=replayers, rate=rate, loops=spec.traffic.loops,
                     setup=setup, cpus=cpus, memory=memory, flows=spec.traffic.flows,
-                    duration_s=spec.traffic.duration_s, engine=engine, sender=sender, config=config)
+                    duration_s=spec.traffic.duration_s, engine=engine, sender=sender, config=config,
+                    rules=rules)
         samples = tuple(Sample(case.case_id, k) for k in range(spec.samples))
         cases.append(dataclasses.replace(case, samples=samples))
     ids = [c.case_id for c in cases]

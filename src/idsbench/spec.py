@@ -123,6 +123,7 @@ class Traffic(_Frozen):
 
 Scalar = str | int | float | bool
 DEFAULT_CONFIG = "default"  # sensor.config: the engine's own configuration, no overlay
+DEFAULT_RULESET = "default"  # a case's ruleset when sensor.rules is one list (no ruleset axis)
 
 
 class Sensor(_Frozen):
@@ -140,6 +141,34 @@ class Sensor(_Frozen):
     capture_method: Literal["afpacket", "libpcap"] = Field(
         "afpacket", validation_alias=AliasChoices("capture_method", "method"))
     ground_truth: bool = True  # alerts per signature offline, for the recall of every sample (loops = 1)
+    # rulesets as an axis, by name: `rules = [["a.rules"], ["a.rules", "b.rules"]]` (names from the file
+    # stems) or `rules = {"et" = [...], "et-minus-policy" = [...]}` fill it, and `rules` then holds every
+    # reference of all sets; empty: `rules` is the one ruleset (case ids unchanged)
+    rulesets: dict[str, list[str]] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _ruleset_axis(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        rules = data.get("rules")
+        if isinstance(rules, dict):
+            sets = {str(k): (v if isinstance(v, list) else [v]) for k, v in rules.items()}
+        elif isinstance(rules, list) and rules and all(isinstance(r, list) for r in rules):
+            sets = {}
+            for refs in rules:
+                label = "+".join(Path(str(r)).stem for r in refs) or "none"
+                sets[label if label not in sets else f"{label}#{len(sets) + 1}"] = refs
+        else:
+            return data
+        if data.get("rulesets"):
+            raise ValueError("give the rulesets either as rules = [[...], ...] / {name = [...]} or as rulesets, "
+                             "not both")
+        return {**data, "rules": list(dict.fromkeys(r for refs in sets.values() for r in refs)), "rulesets": sets}
+
+    def ruleset_axis(self) -> list[tuple[str, list[str]]]:
+        """(name, rule references) per ruleset of the axis; ("default", rules) without one."""
+        return list(self.rulesets.items()) if self.rulesets else [(DEFAULT_RULESET, self.rules)]
 
     @field_validator("rules", "engine", "config", mode="before")
     @classmethod

@@ -115,7 +115,8 @@ def case_result(cs: CaseSamples, cv_threshold: float = DEFAULT_CV_THRESHOLD,
         samples_failed=len(cs.failed), samples_incomplete=cs.incomplete,
         warnings=tuple(_warnings(cs, cv_threshold)),
         pairs=tuple(sorted({s.summary.pair for s in (cs.used or cs.failed) if s.summary.pair})),
-        extra={**degraded_medians(cs), "phases": phase_medians(cs), **search_fields(cs.search)},
+        extra={**degraded_medians(cs), "phases": phase_medians(cs), **search_fields(cs.search),
+               "engine_version": engine_version(cs)},
     )
 
 
@@ -129,6 +130,11 @@ def phase_medians(cs: CaseSamples) -> dict[str, float]:
         if value is not None:
             out[name] = round(value, 3)
     return out
+
+
+def engine_version(cs: CaseSamples) -> str | None:
+    """What the case's sensor binary reported as its version (`engine_version`; `engine` is the spec's name)."""
+    return next((s.summary.sensor.version for s in (*cs.used, *cs.failed) if s.summary.sensor.version), None)
 
 
 def degraded_medians(cs: CaseSamples) -> dict[str, object]:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import csv
+import io
+import json
 import sys
 from itertools import groupby
 from pathlib import Path
@@ -12,7 +15,7 @@ from idsbench.analysis.cases import DEFAULT_CV_THRESHOLD
 from idsbench.errors import SpecError
 from idsbench.report import tables
 from idsbench.store.index_paths import DEFAULT_ROOT
-from idsbench.store.reader import load_campaign
+from idsbench.store.reader import Campaign, load_campaign
 from idsbench.store.schema import CaseResult
 
 
@@ -37,6 +40,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
                    help="json: an array, one object per case; csv: one line per case; table (default)")
     p.add_argument("--cv-threshold", type=float, default=DEFAULT_CV_THRESHOLD, metavar="X",
                    help="warn when samples disagree more than this coefficient of variation (default 0.10)")
+    p.add_argument("--rules", action="store_true",
+                   help="per case and rule, what the rule profiler counted (a profiling build such as "
+                        "suricata@8.0.6+profiling): sid, msg, file, checks, matches, ticks_total/avg/max and "
+                        "share of all rule ticks, medians over the ok samples, costliest first")
     p.set_defaults(func=run)
 
 
@@ -48,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
                         fix=f"drop DIR (and give --root {args.dir.parent} if that is its results root), "
                             "or drop --where.")
     campaign = load_campaign(args.dir)
+    if args.rules:
+        sys.stdout.write(_render_rules(args.format, campaign))
+        return 0
     rows = case_table(campaign, cv_threshold=args.cv_threshold)
     sys.stdout.write(_render(args.format, rows))
     for warning in campaign.warnings:
@@ -77,3 +87,30 @@ def _from_index(args: argparse.Namespace) -> int:
 
 def _render(fmt: str, rows: list[CaseResult]) -> str:
     return {"json": tables.to_json, "csv": tables.to_csv, "table": tables.to_table}[fmt](rows)
+
+
+def _render_rules(fmt: str, campaign: Campaign) -> str:
+    """`results DIR --rules`: one row per case and rule (analysis/rules.py)."""
+    from idsbench.analysis.rules import rule_rows
+
+    rows = [r.as_dict() for r in rule_rows(campaign)]
+    if not rows:
+        raise SpecError(f"{campaign.root} holds no rule profile (rule_profile.csv in an ok sample).",
+                        fix="run the campaign with a profiling build, e.g. sensor.engine = "
+                            "\"suricata@8.0.6+profiling\".")
+    if fmt == "json":
+        return json.dumps(rows, indent=1) + "\n"
+    columns = ["case", "sid", "msg", "file", "category", "checks", "matches", "ticks_total", "ticks_avg",
+               "ticks_max", "share"]
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(columns)
+        writer.writerows([[r[c] for c in columns] for r in rows])
+        return out.getvalue()
+    lines = [f"{'sid':>9} {'ticks_total':>14} {'share':>6} {'checks':>9} {'matches':>7}  msg"]
+    for case, group in groupby(rows, key=lambda r: r["case"]):
+        lines.append(f"case {case}")
+        lines += [f"{r['sid']:>9} {r['ticks_total']:>14.0f} {float(str(r['share'])):>6.1%} {r['checks']:>9.0f} "
+                  f"{r['matches']:>7.0f}  {str(r['msg'])[:70]}" for r in group]
+    return "\n".join(lines) + "\n"

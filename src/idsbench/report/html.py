@@ -72,6 +72,7 @@ def write_report(campaign_dir: Path | str, *, baseline: str = "baremetal",
         waterfall_titles=[t for t, _ in WATERFALL_COLUMNS],
         waterfall=[_waterfall_view(campaign, r) for r in rows if r.samples],
         profiles=profiles, profile_event=RECORD_EVENT, ab=ab_section(campaign, rows),
+        rule_costs=_rule_cost_views(campaign), builds=_build_views(rows),
     )
     out = root / REPORT_FILE
     out.write_text(html)
@@ -252,3 +253,43 @@ def _raw(campaign: Campaign) -> list[dict[str, Any]]:
                     "incomplete": [{"index": i.index, "reason": i.reason}
                                    for i in campaign.incomplete_of(info.case_id)]})
     return out
+
+
+def _rule_cost_views(campaign: Campaign, top: int = 20) -> list[dict[str, Any]]:
+    """Per profiled case: its costliest rules and the cost per rule file and ET category (analysis/rules.py)."""
+    from idsbench.analysis.rules import case_rules, group_costs, rule_catalog
+
+    info = rule_catalog(campaign)
+    views = []
+    for case in campaign.cases:
+        rules = case_rules(campaign, case.case_id, info)
+        if not rules:
+            continue
+        groups = [*group_costs(campaign, case.case_id, "file", info),
+                  *group_costs(campaign, case.case_id, "category", info)]
+        views.append({"case": case.case_id, "engine": case.params.engine, "rules": [
+            {"sid": r.sid, "msg": r.msg, "file": r.file, "category": r.category, "hints": ", ".join(r.hints),
+             "checks": f"{r.checks:,.0f}", "matches": f"{r.matches:,.0f}", "ticks_total": f"{r.ticks_total:,.0f}",
+             "ticks_avg": f"{r.ticks_avg:,.0f}", "ticks_max": f"{r.ticks_max:,.0f}", "share": f"{r.share:.1%}"}
+            for r in rules[:top]],
+            "groups": [{"kind": g.kind, "name": g.name, "rules": g.rules, "ticks_total": f"{g.ticks_total:,.0f}",
+                        "share": f"{g.share:.1%}"} for g in groups[:40]]})
+    return views
+
+
+def _build_views(rows: list[CaseResult]) -> list[dict[str, Any]]:
+    """Engines/builds of the campaign compared case by case (analysis/builds.py)."""
+    from idsbench.analysis.builds import compare_builds
+
+    views = []
+    for c in compare_builds(rows):
+        cells = []
+        for metric, d in c.deltas.items():
+            shown = "n/a" if d.diff is None else f"{d.base:,.4g} → {d.contender:,.4g} ({d.direction}" + (
+                f", {d.pct:+.1f}%)" if d.pct is not None else ")")
+            cells.append({"metric": metric, "value": shown})
+        views.append({"base": c.engines[0], "base_version": c.base.extra.get("engine_version") or "",
+                      "contender": c.engines[1], "contender_version": c.contender.extra.get("engine_version") or "",
+                      "case": c.contender.case, "cells": cells})
+    return views
+

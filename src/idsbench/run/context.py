@@ -10,10 +10,15 @@ from idsbench import settings
 from idsbench.plan import Case
 from idsbench.sensors.base import SensorEngine, SensorOptions
 from idsbench.sensors.rulesets import RuleSetLoad
-from idsbench.spec import DEFAULT_CONFIG, Spec
+from idsbench.spec import DEFAULT_CONFIG, DEFAULT_RULESET, Spec
 from idsbench.store.layout import CampaignDir
 from idsbench.store.schema import TraceRecord
 from idsbench.traffic.rewrite import distinct_copy
+
+
+def options_key(engine: str, ruleset: str) -> str:
+    """`options`/`rule_loads` key: the engine name, or `engine ruleset` on a ruleset axis."""
+    return engine if ruleset == DEFAULT_RULESET else f"{engine} {ruleset}"
 
 
 @dataclass
@@ -35,8 +40,8 @@ class CampaignContext:
         return self.engines[case.engine]
 
     def options_for(self, case: Case) -> SensorOptions:
-        """The engine's options with the case's config overlay (sensor.config axis)."""
-        opts = self.options[case.engine]
+        """The engine's options (with the case's ruleset) and the case's config overlay (sensor.config axis)."""
+        opts = self.options[options_key(case.engine, case.rules)]
         if case.config == DEFAULT_CONFIG:
             return dataclasses.replace(opts, config_overlay=None)
         return dataclasses.replace(opts, config_overlay=self.overlays.get(case.config, opts.config_overlay))

@@ -12,7 +12,7 @@ from pathlib import Path
 from idsbench.errors import EnvironmentMissing, InputError, SpecError
 from idsbench.plan import Case, plan
 from idsbench.proc import require_program
-from idsbench.run.context import CampaignContext
+from idsbench.run.context import CampaignContext, options_key
 from idsbench.run.hostprobe import quietness, record_probe
 from idsbench.run.session import split_cpus
 from idsbench.run.truth import ground_truths
@@ -78,10 +78,11 @@ def config_overlays(spec: Spec) -> dict[str, Path]:
     return out
 
 
-def rule_sources(spec: Spec, engine: SensorEngine) -> dict[Path, str]:
-    """Each rule file the engine loads -> the spec's reference it came from (e.g. builtin:events)."""
+def rule_sources(spec: Spec, engine: SensorEngine, refs: Sequence[str] | None = None) -> dict[Path, str]:
+    """Each rule file the engine loads -> the spec's reference it came from (e.g. builtin:events);
+    `refs`: one ruleset's references (default: sensor.rules)."""
     out: dict[Path, str] = {}
-    for ref in spec.sensor.rules:
+    for ref in (spec.sensor.rules if refs is None else refs):
         resolved = ref if ref.startswith("builtin:") else str(spec.resolve_path(ref))
         for path in engine.resolve_rules([resolved]):
             out.setdefault(path, ref)
@@ -104,19 +105,26 @@ def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path
     options: dict[str, SensorOptions] = {}
     overlays = config_overlays(spec)
     traces = resolve_traces(spec, cache_dir)
+    rule_loads: dict[str, tuple[rulesets.RuleSetLoad, ...]] = {}
     for name in spec.sensor.engine:
         engine = registry.engine(name)
         engine.require()
-        engines[name], options[name] = engine, sensor_options(spec, engine)
-        for config in spec.sensor.config:  # every configuration the campaign runs must load
-            check_dir = out_dir / "preflight" / name
-            check_dir.mkdir(parents=True, exist_ok=True)
-            engine.config_test(dataclasses.replace(options[name], config_overlay=overlays.get(config)), check_dir)
-            shutil.rmtree(check_dir, ignore_errors=True)
+        engines[name] = engine
+        for ruleset, refs in spec.sensor.ruleset_axis():
+            key = options_key(name, ruleset)
+            resolved = [r if r.startswith("builtin:") else str(spec.resolve_path(r)) for r in refs]
+            options[key] = sensor_options(spec, engine, resolved)
+            rule_loads[key] = rulesets.rule_loads(options[key].rules, rule_sources(spec, engine, refs))
+            for config in spec.sensor.config:  # every configuration the campaign runs must load
+                check_dir = out_dir / "preflight" / name
+                check_dir.mkdir(parents=True, exist_ok=True)
+                engine.config_test(dataclasses.replace(options[key], config_overlay=overlays.get(config)),
+                                   check_dir)
+                shutil.rmtree(check_dir, ignore_errors=True)
     ctx = CampaignContext(
         spec=spec, layout=layout, state_dir=state_dir, cache_dir=cache_dir, engines=engines,
         engine_versions={n: e.version() for n, e in engines.items()}, options=options, traces=traces,
-        rule_loads={n: rulesets.rule_loads(o.rules, rule_sources(spec, engines[n])) for n, o in options.items()},
+        rule_loads=rule_loads,
         overlays=overlays,
     )
     if not layout.campaign_file.exists():

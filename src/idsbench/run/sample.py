@@ -18,10 +18,11 @@ from idsbench.errors import IdsbenchError, SensorFailed
 from idsbench.monitor.pmu import PerfStat, PmuCounts, pmu_missing
 from idsbench.plan import Case
 from idsbench.profile.recorder import ProfileOptions, Profiler
-from idsbench.run.context import CampaignContext
+from idsbench.run.context import CampaignContext, options_key
 from idsbench.run.session import Phase, SampleDeps, SenderGroup, SensorSession, TrialOutcome, split_cpus
 from idsbench.run.timeline import Timeline
 from idsbench.run.verdict import SampleFacts, Verdict, judge
+from idsbench.sensors import ruleprofile
 from idsbench.sensors.base import CounterPoint, Counters, SensorRun
 from idsbench.store import atomic
 from idsbench.store.layout import COUNTERS_FILE, SUMMARY_FILE
@@ -144,9 +145,10 @@ class SampleRun:
                                   errors=tuple(run.errors()[:50]),
                                   rule_sets=tuple(RuleSetRecord(source=r.source, rules=r.rules, loaded=r.loaded,
                                                                 method=r.method)
-                                                  for r in ctx.rule_loads.get(case.engine, ())))
+                                                  for r in ctx.rule_loads.get(options_key(case.engine, case.rules), ())))
             detection = self._detection(run)
         _write_counters_csv(sample_dir / COUNTERS_FILE, series)
+        warnings.extend(_rule_profile(sample_dir, self.case.engine))
         verdict = self._verdict(counters, integrity)
         warnings.extend(verdict.warnings)
         if detection and detection.marker_alerts != detection.expected_marker_alerts and \
@@ -214,6 +216,17 @@ class SampleRun:
             return None
         found = sum(n for sid, n in run.alerts_by_signature().items() if sid in MARKER_SIDS)
         return Detection(expected_marker_alerts=markers * case.replayers * case.loops, marker_alerts=found)
+
+
+def _rule_profile(sample_dir: Path, engine: str) -> list[str]:
+    """A profiling run's rule profile as the sample's series file (rule_profile.csv); a warning when the
+    profiling engine left none."""
+    try:
+        if ruleprofile.collect(sample_dir) is None and "+profiling" in engine:
+            return [f"{engine} wrote no {ruleprofile.SURICATA_RULE_PERF}: this sample has no rule profile"]
+    except (ValueError, KeyError) as exc:
+        return [f"{ruleprofile.SURICATA_RULE_PERF} is not a rule profile ({exc})"]
+    return []
 
 
 def _write_counters_csv(path: Path, series: list[CounterPoint]) -> None:

@@ -44,13 +44,33 @@ def names() -> list[str]:
     return sorted(_ENGINES)
 
 
+def _is_build(name: str) -> bool:
+    """`suricata@8.0.6`, `suricata+profiling`: a source build or a run option (sensors/suricata/build.py)."""
+    return name not in _ENGINES and ("@" in name or "+" in name)
+
+
+def _build(name: str) -> SensorEngine:
+    from idsbench.sensors.suricata.build import parse_engine
+    from idsbench.sensors.suricata.built import BuiltSuricata
+
+    return BuiltSuricata(parse_engine(name))
+
+
 def check_name(name: str) -> str:
+    if _is_build(name):
+        from idsbench.sensors.suricata.build import parse_engine
+
+        parse_engine(name)  # SpecError for an unknown base or option
+        return name
     if name not in _ENGINES:
         raise SpecError(f"sensor.engine {name!r} is not a known engine.",
-                        fix=f"use one of {', '.join(names())}.")
+                        fix=f"use one of {', '.join(names())}, or a Suricata build such as 'suricata@8.0.6' "
+                            "or 'suricata@8.0.6+profiling'.")
     return name
 
 
 def engine(name: str) -> SensorEngine:
     """A new adapter for engine `name` (SpecError naming the choices when unknown)."""
-    return _ENGINES[check_name(name)]()
+    if _is_build(check_name(name)):
+        return _build(name)
+    return _ENGINES[name]()

@@ -31,6 +31,7 @@ from idsbench.store.layout import (
     TRUTH_DIR,
     CampaignDir,
 )
+from idsbench.store.rule_profile import RULE_PROFILE_FILE, RuleCost, read_profile
 from idsbench.store.schema import CampaignDoc, CaseParams, GroundTruth, PlannedCase, SampleSummary, SearchResult
 from idsbench.store.summaryfile import read_summary
 
@@ -278,3 +279,11 @@ def read_probe_doc(root: Path | str) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return doc if isinstance(doc, dict) else None
+
+
+def rule_profile(sample: SampleRecord) -> list[RuleCost] | None:
+    """The sample's rule profile (rule_profile.csv), None when it has none; ValueError/OSError when damaged."""
+    path = sample.path / RULE_PROFILE_FILE
+    if not path.is_file():
+        return None
+    return read_profile(path)

@@ -45,6 +45,7 @@ class CaseParams(Record):
     engine: str = "suricata"
     sender: str = "tcpreplay"
     config: str = "default"
+    rules: str = "default"  # the ruleset (sensor.rulesets) the case ran with
 
 
 class PlannedCase(CaseParams):

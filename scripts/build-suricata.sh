@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# Builds Suricata from a release source tree (default: ../shared/src/suricata-8.0.6.tar.xz, see the README
+# there) and installs it under the idsbench cache, once per machine and option set:
+#
+#   ${IDSBENCH_CACHE:-~/.cache/idsbench}/suricata/<version>-<options>-<digest>/{bin/suricata,etc/suricata/...}
+#
+# <digest> is the build's cache key: the source archive's sha256, the configure flags, the compilers'
+# identity (cc, rustc, cargo, cbindgen versions) and this recipe's version; a change of any of them builds a
+# new tree beside the old one. `.built` (key=value lines, written last) marks a finished tree, so a second
+# call returns at once; the whole build log is kept as build.log beside it (also after a failure, as
+# <tree>.failed.log). Builds are serialised by a lock per cache.
+#
+# Usage: scripts/build-suricata.sh [--version V] [--source PATH] [--options LIST] [--print-prefix]
+#   --version V      the release to build (default 8.0.6): the archive is suricata-V.tar.xz in the source dir
+#   --source PATH    the archive (.tar.xz/.tar.gz) or an unpacked source tree (default: see above)
+#   --options LIST   comma-separated build options: profiling (--enable-profiling-rules), nohyperscan
+#                    (--disable-hyperscan); default: profiling
+#   --print-prefix   print the install prefix these arguments have (or would have) and exit
+# Environment:
+#   IDSBENCH_SURICATA_SRC  directory holding the archives (default: <repo>/../shared/src)
+#   IDSBENCH_CACHE         the idsbench cache (default: ~/.cache/idsbench)
+#   SURICATA_BUILD_JOBS    parallel compiler processes (default: nproc)
+# Build dependencies: the Debian packages in scripts/install-system.sh (`make system`); the Rust crates are
+# fetched by cargo from its configured registry during the build.
+set -euo pipefail
+
+RECIPE=1  # bump when a change below alters the installed tree
+version=8.0.6
+source=""
+options=profiling
+print_prefix=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --version) version=$2; shift 2 ;;
+    --source) source=$2; shift 2 ;;
+    --options) options=$2; shift 2 ;;
+    --print-prefix) print_prefix=1; shift ;;
+    *) echo "build-suricata: unknown argument $1 (see the usage at the top of $0)" >&2; exit 2 ;;
+  esac
+done
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+src_dir=${IDSBENCH_SURICATA_SRC:-$repo/../shared/src}
+cache=${IDSBENCH_CACHE:-$HOME/.cache/idsbench}
+jobs=${SURICATA_BUILD_JOBS:-$(nproc)}
+[ -n "$source" ] || source=$src_dir/suricata-$version.tar.xz
+
+log() { echo "build-suricata: $*" >&2; }
+die() { echo "build-suricata: $*" >&2; exit 1; }
+
+[ -e "$source" ] || die "missing source $source: give --source (an archive or a source tree) or set \
+IDSBENCH_SURICATA_SRC to the directory holding suricata-$version.tar.xz (see ../shared/src/README.md)"
+
+# Configure flags per option; the list is sorted so "a,b" and "b,a" are the same build.
+configure=(--disable-gccmarch-native --disable-suricata-update)
+opt_names=()
+for o in $(tr ',' '\n' <<<"$options" | sed '/^$/d' | sort -u); do
+  case "$o" in
+    profiling) configure+=(--enable-profiling-rules) ;;
+    nohyperscan) configure+=(--disable-hyperscan) ;;
+    *) die "unknown build option '$o' (known: profiling, nohyperscan)" ;;
+  esac
+  opt_names+=("$o")
+done
+opt_label=$(IFS=+; echo "${opt_names[*]:-plain}")
+
+if [ -d "$source" ]; then
+  # a source tree: its files' content (not their times) is the identity
+  src_sha=$(cd "$source" && find . -type f -not -path './.git/*' -print0 | LC_ALL=C sort -z \
+            | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+else
+  src_sha=$(sha256sum "$source" | cut -d' ' -f1)
+fi
+compilers=$( { cc --version 2>/dev/null | head -1; rustc --version 2>/dev/null; cargo --version 2>/dev/null
+               cbindgen --version 2>/dev/null; } | tr '\n' ';')
+digest=$( { echo "$src_sha"; echo "recipe=$RECIPE configure=${configure[*]}"; echo "$compilers"; } \
+          | sha256sum | cut -c1-12)
+base=$cache/suricata
+prefix=$base/$version-$opt_label-$digest
+stamp=$prefix/.built
+
+if [ "$print_prefix" = 1 ]; then
+  echo "$prefix"
+  exit 0
+fi
+
+verify() {
+  local out
+  out=$("$prefix/bin/suricata" -V 2>&1) || die "$prefix/bin/suricata -V failed: $out"
+  grep -q "version $version" <<<"$out" || die "$prefix/bin/suricata -V does not report $version: $out"
+}
+
+if [ -f "$stamp" ]; then verify; echo "$prefix"; exit 0; fi
+
+mkdir -p "$base"
+exec 9>"$base/.lock"
+if ! flock -n 9; then
+  log "another build holds $base/.lock: waiting for it"
+  flock 9
+fi
+if [ -f "$stamp" ]; then verify; echo "$prefix"; exit 0; fi
+
+for tool in autoreconf libtoolize make cc pkg-config rustc cargo cbindgen; do
+  command -v "$tool" >/dev/null || die "$tool is missing: install the build dependencies with \
+'make system' (scripts/install-system.sh)"
+done
+
+work=$(mktemp -d "$base/.build-XXXXXX")
+build_log=$work/build.log
+cleanup() {
+  local rc=$?
+  if [ $rc -ne 0 ] && [ ! -f "$stamp" ]; then
+    cp "$build_log" "$prefix.failed.log" 2>/dev/null || true
+    rm -rf "$prefix"
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+rm -rf "$prefix" "$prefix.failed.log"
+
+step() {  # step NAME CMD...: runs CMD with its output appended to the build log; on failure the log's tail
+  local name=$1; shift
+  echo "== $name: $*" >>"$build_log"
+  if ! "$@" >>"$build_log" 2>&1; then
+    tail -40 "$build_log" >&2
+    die "$name failed (last lines above; whole log: $prefix.failed.log)"
+  fi
+}
+
+t0=$(date +%s)
+log "building Suricata $version ($opt_label) into $prefix with $jobs jobs (about 4-5 min on 2 idle cores)"
+if [ -d "$source" ]; then
+  cp -a "$source" "$work/src"
+else
+  mkdir "$work/src"
+  tar -xf "$source" -C "$work/src" --strip-components=1
+fi
+cd "$work/src"
+[ -x configure ] || step autogen ./autogen.sh
+step configure ./configure --prefix="$prefix" --sysconfdir="$prefix/etc" --localstatedir="$prefix/var" \
+  "${configure[@]}"
+grep -E "Hyperscan support|Profiling rules enabled|Rust compiler" "$build_log" | sed 's/^ */build-suricata:   /' >&2 || true
+step make make -j"$jobs"
+step install make install
+step install-conf make install-conf
+t1=$(date +%s)
+
+strip --strip-unneeded "$prefix/bin/suricata"
+verify
+hyperscan=$(grep -m1 "Hyperscan support:" "$build_log" | awk '{print $NF}')
+profiling=$(grep -m1 "Profiling rules enabled:" "$build_log" | awk '{print $NF}')
+size=$(du -sb "$prefix" | cut -f1)
+cp "$build_log" "$prefix/build.log"
+{
+  echo "version=$version"
+  echo "options=$opt_label"
+  echo "configure=${configure[*]}"
+  echo "source=$source"
+  echo "source_sha256=$src_sha"
+  echo "compilers=$compilers"
+  echo "digest=$digest"
+  echo "hyperscan=$hyperscan"
+  echo "profiling_rules=$profiling"
+  echo "jobs=$jobs"
+  echo "build_s=$((t1 - t0))"
+  echo "installed_bytes=$size"
+  echo "built_unix=$t1"
+} >"$stamp.tmp"
+mv "$stamp.tmp" "$stamp"
+log "done in $((t1 - t0)) s; installed $((size / 1048576)) MiB"
+echo "$prefix"

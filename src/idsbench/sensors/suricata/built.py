@@ -1,0 +1,87 @@
+"""The Suricata adapter for a source build (`suricata@8.0.6[+profiling]`) and for profiling requests.
+
+The build is found (or made, on first use) in `require()`, which preflight calls before any sample;
+its prefix is shared read-only with containers and VMs at the same path (`host_paths`), and the image
+gets the build's runtime libraries (`image_packages`). With `+profiling` each run writes
+`rule_perf.log` (JSON) into its run directory when Suricata stops.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from idsbench.sensors.suricata import Suricata, SuricataRun
+from idsbench.sensors.suricata.build import (
+    RUNTIME_PACKAGES,
+    EngineRef,
+    SuricataBuild,
+    ensure_build,
+    installed_profiling_error,
+    prefix_of,
+)
+
+RULE_PERF_FILE = "rule_perf.log"
+# every rule Suricata inspected (its default limit writes the top 10 only)
+PROFILING_LIMIT = 1_000_000
+PROFILING_SETTINGS = (("profiling.rules.enabled", "yes"), ("profiling.rules.active", "yes"),
+                      ("profiling.rules.json", "yes"), ("profiling.rules.filename", RULE_PERF_FILE),
+                      ("profiling.rules.append", "no"), ("profiling.rules.limit", str(PROFILING_LIMIT)))
+
+
+class BuiltSuricata(Suricata):
+    """Suricata from a source build, or the installed one asked for profiling."""
+
+    def __init__(self, ref: EngineRef):
+        self.ref = ref
+        self.prefix = prefix_of(ref) if ref.built else None
+        if self.prefix is None:
+            super().__init__()
+        else:
+            super().__init__(str(self.prefix / "bin" / "suricata"),
+                             self.prefix / "etc" / "suricata" / "suricata.yaml")
+        self._build: SuricataBuild | None = None
+
+    @property
+    def build(self) -> SuricataBuild:
+        if self._build is None:
+            self._build = ensure_build(self.ref, self.prefix)
+        return self._build
+
+    def available(self) -> bool:
+        if self.prefix is None:
+            return super().available()
+        return (self.prefix / ".built").is_file()
+
+    def require(self) -> None:
+        if self.prefix is None:
+            super().require()
+            if self.ref.profiling and not re.search(r"Profiling rules enabled:\s+yes", self._build_info_text):
+                raise installed_profiling_error(self.ref.name)
+            return
+        if self.ref.profiling and not self.build.profiling_rules:
+            raise installed_profiling_error(self.ref.name)
+        super().require()
+
+    def image_packages(self) -> tuple[str, ...]:
+        return RUNTIME_PACKAGES if self.prefix is not None else ()
+
+    def host_paths(self) -> tuple[Path, ...]:
+        return (self.prefix,) if self.prefix is not None else ()
+
+    def build_info(self) -> dict[str, object]:
+        info = super().build_info()
+        if self.prefix is not None:
+            info.update(self.build.record())
+        info["engine"] = self.ref.name
+        info["rule_profiling"] = self.ref.profiling
+        return info
+
+    def prepare_config(self, run_dir: Path, interface: str, rules: Sequence[Path], overrides: Mapping[str, str],
+                       stats_interval_s: int, threads: int | None = None, mtu: int | None = None,
+                       cluster_id: int | None = None, overlay: Path | None = None) -> SuricataRun:
+        if self.ref.profiling:
+            overrides = {**dict(PROFILING_SETTINGS), **overrides}
+        return super().prepare_config(run_dir, interface, rules, overrides, stats_interval_s, threads=threads,
+                                      mtu=mtu, cluster_id=cluster_id, overlay=overlay)

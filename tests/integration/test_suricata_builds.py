@@ -1,0 +1,123 @@
+"""Suricata builds as an engine axis, for real: the distribution's Suricata and Suricata 8.0.6 built from
+../shared/src (`make suricata-src`) in one campaign, bare metal and in a container, with exact counts for
+both and both versions named in the results and the report; then a profiling run with ET Open over a real
+capture: its per-rule costs, top 20 and cost per ET category, and the top 5 of two samples agreeing.
+
+Needs root, tcpreplay/ip/ethtool/suricata, the build (`make suricata-src`; this test builds it on first use,
+~5 min on 2 idle cores), a container runtime for the container case and ../shared/data. Under CI=true /
+IDSBENCH_STRICT=1 anything missing fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from idsbench import settings
+from idsbench.analysis import case_table
+from idsbench.analysis.rules import case_rules, group_costs, top_sids
+from idsbench.report import write_report
+from idsbench.run.campaign import run_campaign
+from idsbench.spec import spec_from_dict
+from idsbench.store.reader import load_campaign, rule_profile
+from idsbench.traffic.pcap import read_info
+
+from .conftest import PCAPS, RULES, TEST_PREFIX
+
+pytestmark = pytest.mark.integration
+
+LOSSLESS = PCAPS / "nf_evidence02.pcap"  # 572 packets
+HTTP = PCAPS / "sv_base64-decode-5885.pcap"  # 1143 packets of HTTP: many ET rules are checked
+BUILD = "suricata@8.0.6"
+
+
+def _unavailable(reason: str) -> None:
+    if settings.strict():
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def ready(state_dir: Path) -> Path:
+    if os.geteuid() != 0:
+        _unavailable("needs root (namespaces, AF_PACKET, cgroups)")
+    missing = [p for p in ("ip", "ethtool", "tcpreplay", "suricata", "cargo", "cbindgen") if shutil.which(p) is None]
+    if missing:
+        _unavailable(f"missing programs: {', '.join(missing)} (run `make setup`)")
+    if not LOSSLESS.is_file() or not HTTP.is_file():
+        _unavailable("the shared captures are absent (../shared/data/pcaps beside the checkout)")
+    return state_dir
+
+
+def _run(tmp_path: Path, state_dir: Path, name: str, spec: dict[str, Any]) -> Path:
+    out = tmp_path / name
+    run_campaign(spec_from_dict({"name": name, **spec}), out, state_dir=state_dir,
+                 cache_dir=settings.cache_dir(), name_prefix=TEST_PREFIX)
+    return out
+
+
+@pytest.mark.parametrize("kind", ["baremetal", "container"])
+def test_installed_and_built_suricata_exact_and_compared(tmp_path: Path, ready: Path, kind: str) -> None:
+    if kind == "container" and not (shutil.which("podman") or shutil.which("docker")):
+        _unavailable("no container runtime (podman or docker)")
+    trace = read_info(LOSSLESS, cache_dir=tmp_path / "traceinfo")
+    out = _run(tmp_path, ready, f"builds-{kind}", {
+        "samples": 2, "timing": {"settle_s": 1.5}, "setup": {"kinds": [kind]},
+        "traffic": {"traces": [str(LOSSLESS)], "replayers": [1], "rate": [{"pps": 1000}]},
+        "sensor": {"engine": ["suricata", BUILD]}})
+    versions = {}
+    for path in out.glob("cases/*/s*/summary.json"):
+        s = json.loads(path.read_text())
+        c = s["sensor"]["counters"]
+        assert s["status"] == "ok", (s["case"]["engine"], s["reason"], s["warnings"])
+        assert (c["decoded_pkts"], c["dropped_pkts"]) == (trace.packets, 0), (s["case"]["engine"], c)
+        versions[s["case"]["engine"]] = s["sensor"]["version"]
+    assert versions[BUILD] == "8.0.6" and versions["suricata"] != "8.0.6", versions
+    rows = {r.params.engine: r.to_row() for r in case_table(load_campaign(out))}
+    assert rows[BUILD]["engine_version"] == "8.0.6" and rows["suricata"]["engine_version"] == versions["suricata"]
+    doc = json.loads((out / "campaign.json").read_text())
+    built = doc["environment"][BUILD]
+    assert built["source_sha256"] == "895234a17c5f6bea0657f9b23e7efbc287682253869efa1a5c3f422c99ae831a"
+    assert "--enable-profiling-rules" in built["configure_flags"] and built["build_id"]
+    html = write_report(out).read_text()
+    assert "Builds compared" in html and f"{BUILD} (8.0.6)" in html and f"suricata ({versions['suricata']})" in html
+
+
+def test_profiling_build_ranks_et_open_rules(tmp_path: Path, ready: Path) -> None:
+    et = RULES / "et-open-2024-04-12.rules"
+    if not et.is_file():
+        _unavailable(f"{et} is absent")
+    out = _run(tmp_path, ready, "ruleprof", {
+        "samples": 2, "timing": {"settle_s": 2.0},
+        "traffic": {"traces": [str(HTTP)], "replayers": [1], "rate": [{"pps": 500}]},
+        "sensor": {"engine": [f"{BUILD}+profiling"], "rules": [str(et)], "ready_timeout_s": 600}})
+    campaign = load_campaign(out)
+    (case,) = campaign.cases
+    samples = [s for s in campaign.samples_of(case.case_id) if s.status == "ok"]
+    assert len(samples) == 2, [(s.status, s.summary.reason) for s in campaign.samples_of(case.case_id)]
+    profiles = [rule_profile(s) for s in samples]
+    assert all(p and len(p) >= 20 for p in profiles), [len(p or []) for p in profiles]
+    top5 = [set(top_sids(p or [], 5)) for p in profiles]
+    assert len(top5[0] & top5[1]) >= 4, top5
+    rows = case_rules(campaign, case.case_id)
+    top20 = rows[:20]
+    assert len(top20) == 20 and all(r.msg and r.file == et.name for r in top20)
+    assert [r.ticks_total for r in top20] == sorted((r.ticks_total for r in top20), reverse=True)
+    assert 0 < sum(r.share for r in rows) <= 1.05
+    categories = group_costs(campaign, case.case_id, "category")
+    assert categories[0].name.startswith("emerging-") and categories[0].share > 0
+    cli = subprocess.run([str(Path(sys.executable).parent / "idsbench"), "results", str(out), "--rules", "--format", "json"],
+                         capture_output=True, text=True, check=True)
+    listed = json.loads(cli.stdout)
+    assert [r["sid"] for r in listed[:20]] == [r.sid for r in top20]
+    html = write_report(out).read_text()
+    assert "Costliest rules" in html and str(top20[0].sid) in html and categories[0].name in html
+    assert set(listed[0]) >= {"sid", "msg", "file", "checks", "matches", "ticks_total", "ticks_avg",
+                              "ticks_max", "share"}
