@@ -181,7 +181,9 @@ def test_builds_compared_case_by_case_through_the_seam() -> None:
     def row(engine: str, cpu: float, rate: str = "1000pps") -> CaseResult:
         return CaseResult(case=f"{engine}-{rate}", params=CaseParams(trace="t", replayers=1, rate=rate, engine=engine),
                           samples=5, medians={"sensor_cpu_pct": cpu, "alerts": 4.0},
-                          cis={"sensor_cpu_pct": (cpu - 1, cpu + 1), "alerts": (4.0, 4.0)})
+                          cis={"sensor_cpu_pct": (cpu - 1, cpu + 1), "alerts": (4.0, 4.0)},
+                          values={"sensor_cpu_pct": (cpu - 1, cpu - 0.5, cpu, cpu + 0.5, cpu + 1),
+                                  "alerts": (4.0,) * 5})
 
     rows = [row("suricata", 30.0), row("suricata@8.0.6", 20.0), row("suricata", 50.0, "2000pps")]
     (cmp,) = compare_builds(rows)

@@ -1,5 +1,5 @@
 """Engines/builds of one campaign compared case by case (`suricata` vs `suricata@8.0.6`): the same case
-parameters but the engine, each metric's median difference and whether the CIs overlap.
+parameters but the engine, each metric's median difference with its effect size, CI and verdict.
 
 The per-metric rule is the comparison code's (`analysis.compare.metric_delta`), called through `_delta`
 only: a rewrite of compare.py (effect sizes, a metric registry) replaces that one seam.
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from idsbench.analysis import compare
 from idsbench.store.schema import CaseResult
 
-BUILD_METRICS = ("sensor_cpu_pct", "dropped_pkts", "drop_ratio", "alerts", "decoded_pkts")
+BUILD_METRICS = ("sensor_us_per_pkt", "sensor_cpu_pct", "dropped_pkts", "drop_ratio", "alerts", "decoded_pkts")
 
 
 def _delta(base: CaseResult, contender: CaseResult, metric: str) -> compare.MetricDelta:

@@ -12,10 +12,8 @@ from idsbench.analysis.sample import METRICS, SampleFigures, sample_figures
 from idsbench.analysis.search import search_fields
 from idsbench.analysis.stats import ci_coverage, cv, median, median_ci
 from idsbench.errors import IdsbenchError
-from idsbench.probe.diff import load as load_probe
 from idsbench.probe.noise import NOISY_LABEL, noise_exceeds
-from idsbench.store.layout import PROBE_FILE
-from idsbench.store.reader import Campaign, CaseInfo, SampleRecord
+from idsbench.store.reader import Campaign, CaseInfo, SampleRecord, read_probe
 from idsbench.store.schema import PHASES, CaseResult, GroundTruth, SearchResult, phase_seconds
 
 # Metrics whose spread across samples is checked (counts that are fixed by the plan are not).
@@ -66,13 +64,10 @@ def case_samples(campaign: Campaign) -> list[CaseSamples]:
 
 
 def host_was_noisy(campaign: Campaign) -> bool:
-    """probe.json's quietness figures exceed the campaign's precision (`search.precision`)."""
-    path = campaign.root / PROBE_FILE
-    if not path.is_file():
-        return False
+    """The stored host probe's quietness figures exceed the campaign's precision (`search.precision`)."""
     try:
-        probe = load_probe(path)
-    except IdsbenchError:
+        probe = read_probe(campaign.root)
+    except IdsbenchError:  # none stored (older campaigns) or unreadable: no claim either way
         return False
     precision = float((campaign.doc.spec.get("search") or {}).get("precision") or 0.05)
     return bool(noise_exceeds(probe.noise, precision))

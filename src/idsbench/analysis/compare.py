@@ -75,7 +75,7 @@ class Comparison:
     rows: list[MatchedCase] = field(default_factory=list)
     only_base: list[str] = field(default_factory=list)
     only_contender: list[str] = field(default_factory=list)
-    host_differs: list[str] = field(default_factory=list)  # probe.json (and sensor.set) differences
+    host_differs: list[str] = field(default_factory=list)  # host probe (and sensor.set) differences
 
 
 def _param(r: CaseResult, key: str) -> Any:
@@ -120,7 +120,7 @@ def compare_campaigns(base: Campaign, contender: Campaign, metrics: tuple[str, .
 
 
 def host_differences(base: Path, contender: Path) -> list[str]:
-    """What differs between the two campaigns' hosts (their probe.json) and `sensor.set` overrides;
+    """What differs between the two campaigns' hosts (their stored host probes) and `sensor.set` overrides;
     a line saying so when either campaign has no probe."""
     missing = [str(p) for p in (base, contender) if not (p / PROBE_FILE).is_file()]
     if missing:
