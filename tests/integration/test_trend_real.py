@@ -5,9 +5,10 @@ rules (a costly rule file). `trend` must find one regression at the fifth and na
 its effect and CI; the gates exit 1 on the regression and 0 on identical campaigns. The trend page
 is opened in headless Chromium.
 
-The host's noise between campaigns (this 2-core machine is shared) is a few percent of the sensor's
-CPU, so the checks of "no change" use --min-effect 10 (a user's smallest relevant change): the
-costly rules cost far more than that. Measured figures are printed (pytest -s)."""
+The sensor's CPU at this light load (2-4% of a core) moves between campaigns with the host: this
+shared VM drifts 10-30% for seconds at a time, and two identical campaigns differed by +39% [15, 77]
+while another test ran beside them. So the checks of "no change" use --min-effect 40, above that
+drift: the costly rules cost +150-350%, far beyond it. Measured figures are printed (pytest -s)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from tests.paths import PCAPS
 pytestmark = pytest.mark.usefixtures("need_root")
 SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "trend.schema.json").read_text())
 PPS, SECONDS = 3_000, 2
-MIN_EFFECT = "10"
+MIN_EFFECT = "40"  # above the host's drift of the sensor's CPU (module docstring)
 
 
 def _idsbench(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
