@@ -12,6 +12,7 @@ import pytest
 
 from idsbench.analysis.sample import SampleFigures, sample_figures
 from idsbench.proc import Supervisor
+from idsbench.settings import strict
 from idsbench.store.reader import load_campaign
 from idsbench.teardown import TeardownStack
 from tests.paths import PCAPS, RULES, SHARED  # noqa: F401 (re-exported for the tests)
@@ -25,6 +26,13 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "tests/integration" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
+
+
+def unavailable(reason: str) -> None:
+    """A test that cannot run here: it fails under strict mode (CI), else it is skipped."""
+    if strict():
+        pytest.fail(reason)
+    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from idsbench import native, proc, settings
+from idsbench import native, proc
 from idsbench.infra import cgroups
 from idsbench.proc import Child, Supervisor
 from idsbench.sensors.capture.config import (
@@ -37,6 +37,7 @@ from idsbench.sensors.capture.stats import (
     read_ibcapture_stats,
 )
 from idsbench.traffic.pcap import read_info
+from tests.integration.conftest import unavailable
 
 from .conftest import PCAPS, TEST_PREFIX
 from .veth_pair import Wire, veth_pair
@@ -48,23 +49,17 @@ LOSSLESS_PCAP = PCAPS / "nf_evidence02.pcap"  # 572 packets
 BURST_PCAP = PCAPS / "zeek_modbusBig.pcap"  # 13622 small packets
 
 
-def _unavailable(reason: str) -> None:
-    if settings.strict():
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
 @pytest.fixture
 def wire(state_dir: Path) -> Iterator[Wire]:
     """(After state_dir, so state_dir's leftover check runs once the namespaces are gone.)"""
     if os.geteuid() != 0:
-        _unavailable("needs root (network namespaces, AF_PACKET, cgroups)")
+        unavailable("needs root (network namespaces, AF_PACKET, cgroups)")
     missing = [t for t in TOOLS if shutil.which(t) is None]
     if missing:
-        _unavailable(f"missing programs: {', '.join(missing)} (run `make setup`)")
+        unavailable(f"missing programs: {', '.join(missing)} (run `make setup`)")
     for pcap in (LOSSLESS_PCAP, BURST_PCAP):
         if not pcap.is_file():
-            _unavailable(f"shared capture {pcap} is absent (../shared/data/pcaps beside the checkout)")
+            unavailable(f"shared capture {pcap} is absent (../shared/data/pcaps beside the checkout)")
     with veth_pair(f"{TEST_PREFIX}cap") as w:
         yield w
 

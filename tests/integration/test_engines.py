@@ -28,6 +28,7 @@ from idsbench.sensors.snort import Snort
 from idsbench.spec import spec_from_dict
 from idsbench.store.reader import load_campaign
 from idsbench.traffic.pcap import read_info
+from tests.integration.conftest import unavailable
 
 from .conftest import PCAPS, TEST_PREFIX
 
@@ -47,26 +48,20 @@ RULES = (
 ALERTS_PER_COPY = {"snort": {1000002: 26, 1000001: 2}, "suricata": {1000002: 2, 1000001: 2}}
 
 
-def _unavailable(reason: str) -> None:
-    if settings.strict():
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
 @pytest.fixture
 def ready(state_dir: Path) -> Path:
     """Root, programs, captures and the Snort build, or skip (fail under CI)."""
     if os.geteuid() != 0:
-        _unavailable("needs root (namespaces, AF_PACKET, cgroups)")
+        unavailable("needs root (namespaces, AF_PACKET, cgroups)")
     missing = [p for p in ("ip", "ethtool", "tcpreplay", "stdbuf", "suricata", "tcpdump", "gcc")
                if shutil.which(p) is None]
     if missing:
-        _unavailable(f"missing programs: {', '.join(missing)} (run `make setup`)")
+        unavailable(f"missing programs: {', '.join(missing)} (run `make setup`)")
     for pcap in (LOSSLESS, BURST):
         if not pcap.is_file():
-            _unavailable(f"shared capture {pcap} is absent (../shared/data/pcaps beside the checkout)")
+            unavailable(f"shared capture {pcap} is absent (../shared/data/pcaps beside the checkout)")
     if not Snort().available():
-        _unavailable("Snort 3 is not built (run `make snort`)")
+        unavailable("Snort 3 is not built (run `make snort`)")
     return state_dir
 
 
@@ -97,7 +92,7 @@ def _assert_exact(summary: dict[str, Any], packets: int, trace_bytes: int) -> No
 @pytest.mark.parametrize("kind", ["baremetal", "container"])
 def test_engines_lossless_exact_counts_and_alerts_per_rule(tmp_path: Path, ready: Path, kind: str) -> None:
     if kind == "container" and not (shutil.which("podman") or shutil.which("docker")):
-        _unavailable("no container runtime (podman or docker)")
+        unavailable("no container runtime (podman or docker)")
     trace = read_info(LOSSLESS, cache_dir=tmp_path / "traceinfo")
     replayers = 2
     engines = ["suricata", "snort", "capture"] if kind == "baremetal" else ["snort", "capture"]

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from idsbench import settings
 from idsbench.analysis import case_table
 from idsbench.cli.main import main as cli
 from idsbench.dispatch import run_campaign
@@ -35,6 +34,7 @@ from idsbench.spec import load_spec
 from idsbench.store.layout import HOSTS_FILE, PROBES_DIR
 from idsbench.store.reader import load_campaign
 from idsbench.teardown import TeardownStack
+from tests.integration.conftest import unavailable
 
 from .conftest import TEST_PREFIX
 
@@ -43,24 +43,18 @@ TRACE = "builtin:mixed?packets=3000&rate_pps=1500"   # 2 s per replay, 3000 pack
 PROGRAMS = ("podman", "runc", "ssh", "ssh-keygen", "ssh-keyscan", "debootstrap", "ip", "ethtool")
 
 
-def _unavailable(reason: str) -> None:
-    if settings.strict():
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """`idsbench lab up --pairs 2` + `idsbench hosts provision`; down at the end (asserted empty)."""
     if os.geteuid() != 0:
-        _unavailable("the lab needs root (namespaces, podman)")
+        unavailable("the lab needs root (namespaces, podman)")
     missing = [p for p in PROGRAMS if shutil.which(p) is None]
     if missing:
-        _unavailable(f"the lab needs {', '.join(missing)} (make setup)")
+        unavailable(f"the lab needs {', '.join(missing)} (make setup)")
     try:
         import ansible_runner  # noqa: F401
     except ImportError:
-        _unavailable("ansible-runner is not installed (pip install -e '.[hosts]')")
+        unavailable("ansible-runner is not installed (pip install -e '.[hosts]')")
     base = tmp_path_factory.mktemp("lab")
     state = base / "state"
     old = os.environ.get("IDSBENCH_STATE_DIR")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from idsbench import proc, settings
+from idsbench import proc
 from idsbench.infra import cgroups
 from idsbench.proc import Supervisor
 from idsbench.sensors.snort import log as snort_log
@@ -37,6 +37,7 @@ from idsbench.sensors.snort.ruleload import make_loadable
 from idsbench.sensors.snort.stats import ExitStats, parse_exit_stats, read_alerts, read_perf_series
 from idsbench.sensors.sockets import capturing_sockets, interface_index
 from idsbench.traffic.pcap import read_info
+from tests.integration.conftest import unavailable
 
 from .conftest import PCAPS, RULES, TEST_PREFIX
 from .veth_pair import Wire, veth_pair
@@ -60,25 +61,19 @@ SURICATA_VARS = (("HOME_NET", "[192.168.0.0/16,10.0.0.0/8,172.16.0.0/12]"), ("EX
                  ("DNS_SERVERS", "$HOME_NET"), ("TELNET_SERVERS", "$HOME_NET"), ("HTTP_PORTS", "80"))
 
 
-def _unavailable(reason: str) -> None:
-    if settings.strict():
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def snort() -> SnortInstall:
     try:
         return find_install()
     except Exception as exc:  # EnvironmentMissing names the fix (make snort)
-        _unavailable(str(exc))
+        unavailable(str(exc))
         raise
 
 
 @pytest.fixture
 def tiny_rules(tmp_path: Path) -> Path:
     if not PCAP.is_file():
-        _unavailable(f"shared capture {PCAP} is absent (../shared/data/pcaps beside the checkout)")
+        unavailable(f"shared capture {PCAP} is absent (../shared/data/pcaps beside the checkout)")
     path = tmp_path / "tiny.rules"
     path.write_text(TINY_RULES)
     return path
@@ -145,7 +140,7 @@ def test_suricata_flavoured_rule_is_rejected_with_snorts_message(snort: SnortIns
 
 def test_et_open_share_that_loads(snort: SnortInstall, tmp_path: Path) -> None:
     if not ET_OPEN.is_file():
-        _unavailable(f"{ET_OPEN} is absent (../shared/data/rules)")
+        unavailable(f"{ET_OPEN} is absent (../shared/data/rules)")
 
     def config_test(rules: Path) -> str:
         opts = SnortOptions(rules=(rules,), log_dir=tmp_path, stats_interval_s=1, variables=SURICATA_VARS)
@@ -176,10 +171,10 @@ def test_et_open_share_that_loads(snort: SnortInstall, tmp_path: Path) -> None:
 @pytest.fixture
 def wire(state_dir: Path) -> Iterator[Wire]:
     if os.geteuid() != 0:
-        _unavailable("live capture needs root (namespaces, AF_PACKET, cgroups)")
+        unavailable("live capture needs root (namespaces, AF_PACKET, cgroups)")
     missing = [t for t in ("ip", "ethtool", "tcpreplay", "stdbuf") if shutil.which(t) is None]
     if missing:
-        _unavailable(f"missing programs: {', '.join(missing)} (run `make setup`)")
+        unavailable(f"missing programs: {', '.join(missing)} (run `make setup`)")
     with veth_pair(f"{TEST_PREFIX}sn") as w:
         yield w
 
@@ -245,7 +240,7 @@ def test_live_cpu_limited_thread_drops_and_the_accounting_closes(snort: SnortIns
                                                                   wire: Wire, sup: Supervisor,
                                                                   tmp_path: Path) -> None:
     if not BURST.is_file():
-        _unavailable(f"shared capture {BURST} is absent")
+        unavailable(f"shared capture {BURST} is absent")
     log_dir = tmp_path / "log"
     log_dir.mkdir()
     # 5% of a CPU and a 1 MiB ring (about 110 frames at snaplen 9022) against a topspeed burst

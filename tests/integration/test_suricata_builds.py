@@ -28,6 +28,7 @@ from idsbench.run.campaign import run_campaign
 from idsbench.spec import spec_from_dict
 from idsbench.store.reader import load_campaign, rule_profile
 from idsbench.traffic.pcap import read_info
+from tests.integration.conftest import unavailable
 
 from .conftest import PCAPS, RULES, TEST_PREFIX
 
@@ -38,21 +39,15 @@ HTTP = PCAPS / "sv_base64-decode-5885.pcap"  # 1143 packets of HTTP: many ET rul
 BUILD = "suricata@8.0.6"
 
 
-def _unavailable(reason: str) -> None:
-    if settings.strict():
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
 @pytest.fixture
 def ready(state_dir: Path) -> Path:
     if os.geteuid() != 0:
-        _unavailable("needs root (namespaces, AF_PACKET, cgroups)")
+        unavailable("needs root (namespaces, AF_PACKET, cgroups)")
     missing = [p for p in ("ip", "ethtool", "tcpreplay", "suricata", "cargo", "cbindgen") if shutil.which(p) is None]
     if missing:
-        _unavailable(f"missing programs: {', '.join(missing)} (run `make setup`)")
+        unavailable(f"missing programs: {', '.join(missing)} (run `make setup`)")
     if not LOSSLESS.is_file() or not HTTP.is_file():
-        _unavailable("the shared captures are absent (../shared/data/pcaps beside the checkout)")
+        unavailable("the shared captures are absent (../shared/data/pcaps beside the checkout)")
     return state_dir
 
 
@@ -66,7 +61,7 @@ def _run(tmp_path: Path, state_dir: Path, name: str, spec: dict[str, Any]) -> Pa
 @pytest.mark.parametrize("kind", ["baremetal", "container"])
 def test_installed_and_built_suricata_exact_and_compared(tmp_path: Path, ready: Path, kind: str) -> None:
     if kind == "container" and not (shutil.which("podman") or shutil.which("docker")):
-        _unavailable("no container runtime (podman or docker)")
+        unavailable("no container runtime (podman or docker)")
     trace = read_info(LOSSLESS, cache_dir=tmp_path / "traceinfo")
     out = _run(tmp_path, ready, f"builds-{kind}", {
         "samples": 2, "timing": {"settle_s": 1.5}, "setup": {"kinds": [kind]},
@@ -93,7 +88,7 @@ def test_installed_and_built_suricata_exact_and_compared(tmp_path: Path, ready: 
 def test_profiling_build_ranks_et_open_rules(tmp_path: Path, ready: Path) -> None:
     et = RULES / "et-open-2024-04-12.rules"
     if not et.is_file():
-        _unavailable(f"{et} is absent")
+        unavailable(f"{et} is absent")
     out = _run(tmp_path, ready, "ruleprof", {
         "samples": 2, "timing": {"settle_s": 2.0},
         "traffic": {"traces": [str(HTTP)], "replayers": [1], "rate": [{"pps": 500}]},

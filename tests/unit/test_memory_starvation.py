@@ -10,6 +10,7 @@ import pytest
 from idsbench.infra import cgroups
 from idsbench.infra.cgroups import MemoryEvents, MemoryStarved, StarvationWatch, is_stuck
 from idsbench.run.verdict import SampleFacts, judge
+from tests.fakeclock import Clock
 from tests.unit.test_cgroups import FakeKernel, kernel_v1, kernel_v2  # noqa: F401 (fixtures)
 
 MiB = 2**20
@@ -73,13 +74,6 @@ def test_stuck_needs_the_limit_and_a_sign_of_no_progress() -> None:
     assert is_stuck(None, _ev(96, under_oom=True))
     assert not is_stuck(None, MemoryEvents(limit_bytes=None, usage_bytes=LIMIT, peak_bytes=LIMIT, anon_bytes=LIMIT))
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def test_watch_raises_after_the_group_sat_at_its_limit_long_enough() -> None:

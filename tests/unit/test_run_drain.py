@@ -4,17 +4,7 @@ from __future__ import annotations
 
 from idsbench.run.drain import drain
 from idsbench.sensors.base import CounterPoint, Counters
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def now(self) -> float:
-        return self.t
-
-    def sleep(self, s: float) -> None:
-        self.t += s
+from tests.fakeclock import Clock
 
 
 class Lagging:

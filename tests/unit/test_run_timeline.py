@@ -6,17 +6,7 @@ from idsbench.run.drain import QuietWatch, drain
 from idsbench.run.timeline import Timeline
 from idsbench.sensors.base import CounterPoint, Counters
 from idsbench.store.schema import PhaseRecord, SampleSummary, TraceRecord, TrialRecord, phase_seconds
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def now(self) -> float:
-        return self.t
-
-    def sleep(self, s: float) -> None:
-        self.t += s
+from tests.fakeclock import Clock
 
 
 def test_phases_tile_the_wall_time_in_order():

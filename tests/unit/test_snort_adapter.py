@@ -17,6 +17,7 @@ from idsbench.sensors.snort.perf import PerfTail
 from idsbench.sensors.snort.run import SnortRun, pids_with_argument
 from idsbench.sensors.snort.runtime import DOCUMENTED, parse_dpkg_search, parse_ldd, runtime_packages
 from idsbench.sensors.snort.variables import SURICATA_7_VARIABLES, from_suricata_config
+from tests.fakeclock import Clock
 
 DATA = Path(__file__).parent / "data" / "snort"
 
@@ -161,16 +162,6 @@ def _fake_snort(root: Path, pid: int, config: Path, sockets: list[tuple[int, str
         if not (fd / str(i)).is_symlink():
             os.symlink(f"socket:[{inode}]", fd / str(i))
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
-
-    def sleep(self, s: float) -> None:
-        self.t += s
 
 
 def _run(tmp_path: Path, threads: int = 2) -> SnortRun:
