@@ -80,6 +80,19 @@ def test_quiet_needs_the_whole_window_without_packets_cpu_or_a_runnable_thread()
         times.append(clock.t)
         clock.sleep(0.05)
     assert 1.2 <= clock.t < 1.35
+    assert watch.idle_cores == 0.0  # what it used over the quiet window: a sample's idle rate
+
+
+def test_the_idle_rate_is_the_cpu_used_over_the_quiet_window():
+    clock = Clock()
+    sensor = Sensor(clock, quiet_from=1.0)
+    idle = Sensor(clock, quiet_from=99.0, cpu_rate=0.02)  # an emulator idling at 2% of a core
+    watch = QuietWatch(lambda: sensor.cpu() + idle.cpu(), sensor.received, 1.0, runnable=sensor.runnable,
+                       clock=clock.now, window_s=0.2)
+    assert watch.idle_cores is None
+    while not watch() and clock.t < 5:
+        clock.sleep(0.05)
+    assert watch.idle_cores is not None and abs(watch.idle_cores - 0.02) < 1e-9
 
 
 def test_a_runnable_thread_is_never_quiet_though_it_uses_no_cpu():

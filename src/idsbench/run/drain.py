@@ -102,6 +102,7 @@ class QuietWatch:
         self.runnable = runnable
         self.limit_cores = min(QUIET_MAX_CORES, QUIET_SHARE * allocation_cores)
         self._ref: tuple[float, float, int] | None = None  # (t, cpu_s, received) where the quiet began
+        self.idle_cores: float | None = None  # the CPU it used over the quiet window, once it was quiet
 
     def __call__(self) -> bool:
         t, cpu, rx, waiting = self.clock(), self.cpu_s(), self.received(), self.runnable()
@@ -119,7 +120,10 @@ class QuietWatch:
         if (cpu - ref[1]) > self.limit_cores * max(span, self.window_s):
             self._ref = (t, cpu, rx)  # busy: the quiet starts again from here
             return False
-        return span >= self.window_s
+        if span < self.window_s:
+            return False
+        self.idle_cores = (cpu - ref[1]) / span
+        return True
 
 
 def any_runnable(pids: list[int]) -> bool | None:

@@ -286,7 +286,9 @@ class SensorSession:
         deps, run = self.deps, self.run
         tl = timeline or self.timeline
         start_point = self._baseline()
-        idle_rate = self._idle_rate() if measure_cpu else None
+        # A trial's idle use is probed before its replay; a sample's (stopped next) is what its quiet
+        # drain saw at the end, so nothing waits between the sensor's ready and the replay.
+        idle_rate = self._idle_rate() if measure_cpu and not stop_after else None
         before = deps.snapshot(self.wire)
         self.monitor.sample_now()  # a row exactly at replay start and end
         self.phase("replay")
@@ -304,6 +306,8 @@ class SensorSession:
                         clock=deps.monotonic, sleep=deps.sleep, uncounted=self.uncounted, quiet=quiet,
                         interval_s=0.05 if quiet is not None else 0.1)
         cpu_drained, t_drained = self.cpu_seconds(), deps.monotonic()
+        if measure_cpu and stop_after:
+            idle_rate = quiet.idle_cores if quiet is not None and quiet.idle_cores is not None else self._idle_rate()
         cpu = None
         if idle_rate is not None and cpu_start is not None and cpu_end is not None and cpu_drained is not None:
             cpu = SensorCpu(idle_rate, cpu_start, cpu_end, cpu_drained, t_end - t_start, t_drained - t_end)
@@ -337,7 +341,8 @@ class SensorSession:
                           runnable=lambda: any_runnable(self.sensor_pids()))
 
     def _idle_rate(self) -> float | None:
-        """Cores the sensor uses with nothing to do, over IDLE_PROBE_S before a replay."""
+        """Cores the sensor uses with nothing to do, over IDLE_PROBE_S (before a trial's replay, or after a
+        sample's drain when its quiet watch did not conclude)."""
         c0, t0 = self.cpu_seconds(), self.deps.monotonic()
         self.deps.sleep(IDLE_PROBE_S)
         c1, t1 = self.cpu_seconds(), self.deps.monotonic()
