@@ -9,15 +9,20 @@ from pathlib import Path
 import pytest
 
 from idsbench.errors import EnvironmentMissing, SpecError
+from idsbench.infra.cgroups import MemoryEvents
 from idsbench.infra.rootfs import Manifest
 from idsbench.setups.container import runtime as crt
 from idsbench.setups.container.image import Image, check_version, image_ref, parse_labels
 from idsbench.setups.container.monitor import (
     ContainerStats,
+    KernelOomReport,
+    KmsgOomWatch,
     ProcessSource,
     cgroup_dirs,
+    kmsg_memcg_usage,
     kmsg_oom_kill,
     parse_proc_cgroup,
+    with_kernel_oom,
 )
 from idsbench.setups.registry import KINDS as SETUPS
 from idsbench.spec import spec_from_dict
@@ -176,3 +181,38 @@ def test_registered_and_specifiable():
     assert spec.setup.runtime == "docker" and spec.setup.swappiness == 0
     with pytest.raises(SpecError, match="runtime"):
         spec_from_dict({"name": "x", "setup": {"runtime": "lxc"}})
+
+
+def test_kernel_oom_report_completes_a_container_reading_its_runtime_removed():
+    cid = "c0b8b33ae38d433e10a43b10c00820ce63ec255e47e8ff0cd10e13a71324b0f3"
+    records = [
+        "4,1,1,-;Suricata-Main invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0\n",
+        "6,2,2,-;memory: usage 98304kB, limit 98304kB, failcnt 7\n",
+        f"6,3,3,-;Memory cgroup stats for /libpod_parent/libpod-{cid}:\n",
+        (f"6,4,4,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=libpod-{cid},mems_allowed=0,"
+         f"oom_memcg=/libpod_parent/libpod-{cid},task_memcg=/libpod_parent/libpod-{cid},task=Suricata-Main,pid=9,uid=0\n"),
+    ]
+    watch = KmsgOomWatch("/nonexistent")  # /dev/kmsg gives one record a read: fed here one by one
+    watch.container_id = cid
+    for rec in records:
+        watch._take(rec)
+    assert watch.state() == (1, KernelOomReport(96 << 20, 96 << 20, 7))
+
+    stats = ContainerStats(kernel_oom=watch.state)
+    assert stats.memory_events() == MemoryEvents(limit_bytes=96 << 20, usage_bytes=0, peak_bytes=96 << 20,
+                                                 limit_hits=7, oom_kills=1)
+    last = MemoryEvents(limit_bytes=96 << 20, usage_bytes=91 << 20, peak_bytes=91 << 20, anon_bytes=90 << 20)
+    merged = with_kernel_oom(last, 1, watch.report)
+    assert (merged.peak_bytes, merged.usage_bytes, merged.oom_kills, merged.limit_hits) == (96 << 20, 91 << 20, 1, 7)
+    assert merged.reached_limit() and not last.reached_limit()
+
+
+def test_kernel_oom_report_of_another_group_is_not_the_containers():
+    cid = "a" * 64
+    watch = KmsgOomWatch("/nonexistent")
+    watch.container_id = cid
+    watch._take("6,2,2,-;memory: usage 4096kB, limit 4096kB, failcnt 0\n")
+    watch._take("6,4,4,-;oom-kill:constraint=CONSTRAINT_MEMCG,oom_memcg=/other,task_memcg=/other,task=x,pid=9\n")
+    assert (watch.kills, watch.report) == (0, None)
+    assert kmsg_memcg_usage("6,2,2,-;memory+swap: usage 1kB, limit 2kB, failcnt 0\n") is None
+    assert with_kernel_oom(None, 0, None) is None

@@ -133,7 +133,8 @@ class SampleRun:
                 counters = run.final_counters()
                 series = run.counter_series()
             except SensorFailed as exc:
-                warnings.append(str(exc))
+                if facts is None or not (facts.oom or facts.sensor_failure):
+                    warnings.append(str(exc))  # a sensor that died: its verdict says why it left none
             log = run.integrity()
             if log is not None:
                 warnings.extend(log.warnings)

@@ -11,10 +11,13 @@ processes (conmon, containerd-shim, dockerd, containerd, the attached CLI) by th
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from idsbench.infra.cgroups import Cgroup, MemoryEvents
@@ -68,14 +71,28 @@ def cgroup_dirs(pid: int, mountinfo: str | None = None, proc_cgroup: str | None 
     raise FileNotFoundError(f"no cpuacct/memory cgroup found for pid {pid}")
 
 
-class ContainerStats:
-    """CgroupStats of a container, attached once its PID is known; last values survive its exit."""
+@dataclass(frozen=True)
+class KernelOomReport:
+    """The kernel's own account of a memory cgroup at the moment it OOM-killed a task in it
+    (`memory: usage …kB, limit …kB, failcnt …` in the OOM report)."""
 
-    def __init__(self) -> None:
+    usage_bytes: int
+    limit_bytes: int
+    failcnt: int
+
+
+class ContainerStats:
+    """CgroupStats of a container, attached once its PID is known; last values survive its exit.
+    `kernel_oom` gives the kernel's report of an OOM kill in the container, if any: the runtime
+    removes a killed container's cgroup before its last usage can be read, the kernel's report
+    says what the group held when it was killed."""
+
+    def __init__(self, kernel_oom: Callable[[], tuple[int, KernelOomReport | None]] | None = None) -> None:
         self._cg: Cgroup | None = None
         self._lock = threading.Lock()
         self._last = {"cpu": 0, "mem": 0, "peak": 0, "oom": 0}
         self._events: MemoryEvents | None = None
+        self._kernel_oom = kernel_oom
         self.dirs: dict[str, Path] = {}
 
     def attach(self, pid: int) -> None:
@@ -128,14 +145,31 @@ class ContainerStats:
         return self._read("oom", Cgroup.oom_kills)
 
     def memory_events(self) -> MemoryEvents | None:
-        """The container cgroup's memory state (None before attach; the last reading after exit)."""
+        """The container cgroup's memory state (None before attach; the last reading after exit,
+        completed by the kernel's OOM report when the kernel killed a task in it)."""
         with self._lock:
             if self._cg is not None:
                 try:
                     self._events = self._cg.memory_events()
                 except (OSError, ValueError):
                     pass
-            return self._events
+            events = self._events
+        kills, report = self._kernel_oom() if self._kernel_oom is not None else (0, None)
+        return with_kernel_oom(events, kills, report)
+
+
+def with_kernel_oom(events: MemoryEvents | None, kills: int, report: KernelOomReport | None) -> MemoryEvents | None:
+    """A cgroup reading completed by what the kernel logged when it OOM-killed in that group:
+    its usage then is a peak the group reached, its limit the limit, its kills counted."""
+    if report is None:
+        return events if events is None or kills <= events.oom_kills else dataclasses.replace(events, oom_kills=kills)
+    if events is None:
+        return MemoryEvents(limit_bytes=report.limit_bytes, usage_bytes=0, peak_bytes=report.usage_bytes,
+                            limit_hits=report.failcnt, oom_kills=kills)
+    return dataclasses.replace(
+        events, limit_bytes=events.limit_bytes if events.limit_bytes is not None else report.limit_bytes,
+        peak_bytes=max(events.peak_bytes, report.usage_bytes), limit_hits=max(events.limit_hits, report.failcnt),
+        oom_kills=max(events.oom_kills, kills))
 
 
 def read_proc_usage(pid: int) -> tuple[int, int] | None:
@@ -208,15 +242,41 @@ def kmsg_oom_kill(record: str, container_id: str) -> bool:
     return container_id in fields.get("task_memcg", "")
 
 
+_KMSG_MEMCG_USAGE = re.compile(r"^memory: usage (\d+)kB, limit (\d+)kB, failcnt (\d+)")
+
+
+def kmsg_memcg_usage(record: str) -> KernelOomReport | None:
+    """The `memory: usage …` line of a kernel OOM report (it describes the group whose limit
+    was hit, the `oom_memcg` of the `oom-kill:` record that follows), else None."""
+    _, _, message = record.partition(";")
+    m = _KMSG_MEMCG_USAGE.match(message)
+    if m is None:
+        return None
+    return KernelOomReport(int(m[1]) * 1024, int(m[2]) * 1024, int(m[3]))
+
+
+def kmsg_oom_memcg(record: str) -> str:
+    """The `oom_memcg` (the group whose limit was hit) of an `oom-kill:` record, else ''."""
+    _, _, message = record.partition(";")
+    if not message.startswith("oom-kill:"):
+        return ""
+    fields = dict(part.split("=", 1) for part in message.strip().split(",") if "=" in part)
+    return fields.get("oom_memcg", "")
+
+
 class KmsgOomWatch:
     """Counts the kernel's OOM kills in one container from /dev/kmsg records logged after
-    `open()`. Needed because podman with runc on cgroup v1 reports `OOMKilled: false` for a
-    sensor the kernel killed, and the runtime removes the cgroup (and its oom counter) at exit."""
+    `open()`, and keeps the kernel's report of the container group's usage and limit at the kill.
+    Needed because podman with runc on cgroup v1 reports `OOMKilled: false` for a sensor the
+    kernel killed, and the runtime removes the cgroup (and its oom counter) at exit."""
 
     def __init__(self, path: str = "/dev/kmsg"):
         self._path = path
         self._fd: int | None = None
+        self._pending: KernelOomReport | None = None
+        self._lock = threading.Lock()
         self.kills = 0
+        self.report: KernelOomReport | None = None
         self.container_id = ""
 
     def open(self) -> bool:
@@ -228,26 +288,41 @@ class KmsgOomWatch:
         return self._fd is not None
 
     def poll(self) -> int:
-        """Read the new records; returns the OOM kills seen so far."""
-        if self._fd is None or not self.container_id:
+        """Read the new records; returns the OOM kills seen so far (safe from several threads)."""
+        with self._lock:
+            if self._fd is None or not self.container_id:
+                return self.kills
+            while True:
+                try:
+                    record = os.read(self._fd, 8192).decode(errors="replace")
+                except BlockingIOError:
+                    break
+                except BrokenPipeError:  # records were overwritten before we read them: go on
+                    continue
+                except OSError:
+                    break
+                if not record:
+                    break
+                self._take(record)
             return self.kills
-        while True:
-            try:
-                record = os.read(self._fd, 8192).decode(errors="replace")
-            except BlockingIOError:
-                break
-            except BrokenPipeError:  # records were overwritten before we read them: go on
-                continue
-            except OSError:
-                break
-            if not record:
-                break
-            if kmsg_oom_kill(record, self.container_id):
-                self.kills += 1
-        return self.kills
+
+    def _take(self, record: str) -> None:
+        usage = kmsg_memcg_usage(record)
+        if usage is not None:
+            self._pending = usage
+        elif kmsg_oom_kill(record, self.container_id):
+            self.kills += 1
+            if self._pending is not None and self.container_id in kmsg_oom_memcg(record):
+                self.report = self._pending
+            self._pending = None
+
+    def state(self) -> tuple[int, KernelOomReport | None]:
+        """(OOM kills seen, the kernel's report of the container group at the last one)."""
+        return self.poll(), self.report
 
     def close(self) -> None:
         self.poll()
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None

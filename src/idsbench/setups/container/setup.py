@@ -17,6 +17,7 @@ Everything created (dockerd, pause, netns names, macvtap, containers) is in the 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -58,8 +59,8 @@ class Container:
         self.container_id: str | None = None
         self.client: Child | None = None
         self.final: crt.ContainerState | None = None
-        self.stats = ContainerStats()
         self.oom_watch = KmsgOomWatch()
+        self.stats = ContainerStats(kernel_oom=self.oom_watch.state)
         self._overhead_pids: list[int] = []
 
     # --- the setup contract -----------------------------------------------------------------
@@ -141,6 +142,7 @@ class Container:
                "cgroup_dirs": {k: str(v) for k, v in self.stats.dirs.items()},
                "overhead_pids": self._overhead_pids, "exit_code": exit_code,
                "oom": {"cgroup_oom_kills": self.stats.oom_kills(), "kmsg_oom_kills": self.oom_watch.kills,
+                       "kmsg_memcg_at_kill": dataclasses.asdict(self.oom_watch.report) if self.oom_watch.report else None,
                        "runtime_oom_killed": bool(self.final and self.final.oom_killed)}}
         (self.req.sample_dir / "container.json").write_text(json.dumps(doc, indent=1) + "\n")
 
