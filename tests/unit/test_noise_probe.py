@@ -7,13 +7,30 @@ import pytest
 
 from idsbench.monitor.pmu import parse_perf_csv
 from idsbench.probe.model import NoiseProbe
-from idsbench.probe.noise import coefficient_of_variation, cpu_times, noise_exceeds
+from idsbench.probe.noise import coefficient_of_variation, cpu_times, noise_exceeds, other_load_pct
 
 STAT = "cpu  100 0 50 800 10 0 5 35 0 0\ncpu0 50 0 25 400 5 0 2 18 0 0\nintr 1\n"
 
 
 def test_steal_and_total_come_from_the_aggregate_cpu_line():
     assert cpu_times(STAT) == (35, 1000)
+
+
+def test_other_processes_load_is_the_busy_time_not_ours():
+    # 2 CPUs over 1 s at 100 ticks/s: 200 ticks; busy 150 of them, 100 ours (the probe's loop): 25% others
+    before = "cpu  0 0 0 0 0 0 0 0 0 0\n"
+    after = "cpu  120 0 20 40 10 0 10 0 0 0\n"
+    assert other_load_pct(before, after, own_cpu_s=1.0, clock_ticks=100) == 25.0
+    assert other_load_pct(before, after, own_cpu_s=2.0, clock_ticks=100) == 0.0  # never below zero
+    assert other_load_pct(after, after, own_cpu_s=0.0, clock_ticks=100) is None
+
+
+def test_a_steady_hog_is_named_even_when_the_loop_does_not_vary():
+    hog = NoiseProbe(steal_pct=0.0, loop_cv=0.01, freq_changes=None, cpus=(1,), other_load_pct=48.0)
+    (named,) = noise_exceeds(hog, 0.05)
+    assert named == "other processes kept 48% of the host's CPU time busy"
+    housekeeping = NoiseProbe(loop_cv=0.01, cpus=(1,), other_load_pct=3.0)
+    assert noise_exceeds(housekeeping, 0.01) == []  # below the floor whatever the precision
 
 
 def test_the_loop_cv_is_the_relative_spread_of_its_times():

@@ -174,6 +174,7 @@ class NoiseProbe(_Frozen):
     loop_cv: float | None = None           # CV of a calibrated CPU-bound loop on the sensor's CPUs
     freq_changes: int | None = None        # CPU frequency changes seen (None: cpufreq not visible)
     cpus: tuple[int, ...] = ()
+    other_load_pct: float | None = None    # busy CPU time of other processes over the probe, % of all CPUs
 
 
 class HostProbe(_Frozen):

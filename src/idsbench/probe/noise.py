@@ -1,6 +1,8 @@
 """How quiet the host is, measured in ≤ ~2 s before a campaign or a search: steal time (the hypervisor
 ran someone else on our vCPUs), the coefficient of variation of a calibrated CPU-bound loop pinned to
-the sensor's CPUs (how much a fixed piece of work's time moves), and CPU frequency changes.
+the sensor's CPUs (how much a fixed piece of work's time moves), CPU frequency changes, and the CPU
+that other processes used meanwhile (a steady hog slows the loop without making it vary: only this
+figure shows it).
 
 A result cannot be more precise than the host is steady: when a figure exceeds the precision the spec
 asks (`search.precision`), the campaign warns naming it, its rows carry the label `noisy-host`, and
@@ -22,16 +24,37 @@ CHUNK_S = 0.01          # one timed piece of work
 RUNS_PER_CPU = 40       # pieces timed on each sensor CPU (~0.4 s each)
 MAX_CPUS = 2            # the probe stays short on a big host: the first sensor CPUs only
 NOISY_LABEL = "noisy-host"
+# Other processes' CPU share below which the host counts as quiet whatever the precision: the
+# system's own housekeeping (the probe's /proc reads, a container runtime idling) stays below it.
+OTHER_LOAD_FLOOR = 0.05
 
 
 def cpu_times(text: str) -> tuple[int, int]:
     """(steal, total) jiffies from /proc/stat's aggregate `cpu` line."""
+    steal, _busy, total = cpu_split(text)
+    return steal, total
+
+
+def cpu_split(text: str) -> tuple[int, int, int]:
+    """(steal, busy, total) jiffies from /proc/stat's aggregate `cpu` line; busy = user, nice, system,
+    irq and softirq (not idle, iowait or steal)."""
     for line in text.splitlines():
         if line.startswith("cpu "):
-            values = [int(v) for v in line.split()[1:]]
-            steal = values[7] if len(values) > 7 else 0
-            return steal, sum(values[:8])
-    return 0, 0
+            values = [int(v) for v in line.split()[1:]] + [0] * 8
+            user, nice, system, _idle, _iowait, irq, softirq, steal = values[:8]
+            return steal, user + nice + system + irq + softirq, sum(values[:8])
+    return 0, 0, 0
+
+
+def other_load_pct(before: str, after: str, own_cpu_s: float, clock_ticks: int) -> float | None:
+    """The busy CPU time of every process but this one between two /proc/stat readings, as a % of all
+    CPU time (100 = every CPU busy); None when no time passed."""
+    _s0, busy0, total0 = cpu_split(before)
+    _s1, busy1, total1 = cpu_split(after)
+    if total1 <= total0:
+        return None
+    other = (busy1 - busy0) - own_cpu_s * clock_ticks
+    return round(max(0.0, 100.0 * other / (total1 - total0)), 3)
 
 
 def _spin(n: int) -> int:
@@ -75,6 +98,7 @@ def measure_noise(cpus: Sequence[int] | None = None) -> NoiseProbe:
     allowed = sorted(os.sched_getaffinity(0))
     cpus = [c for c in (cpus or allowed[1:] or allowed) if c in allowed][:MAX_CPUS] or allowed[:1]
     before = PROC_STAT.read_text()
+    own0 = time.process_time()
     freq0 = _frequencies(cpus)
     changes = 0
     cvs: list[float] = []
@@ -97,12 +121,15 @@ def measure_noise(cpus: Sequence[int] | None = None) -> NoiseProbe:
                 cvs.append(cv)
     finally:
         os.sched_setaffinity(0, set(allowed))
+    after = PROC_STAT.read_text()
+    own_s = time.process_time() - own0
     steal0, total0 = cpu_times(before)
-    steal1, total1 = cpu_times(PROC_STAT.read_text())
+    steal1, total1 = cpu_times(after)
     steal_pct = 100.0 * (steal1 - steal0) / (total1 - total0) if total1 > total0 else 0.0
     visible = any(f is not None for f in freq0)
     return NoiseProbe(steal_pct=round(steal_pct, 3), loop_cv=round(max(cvs), 5) if cvs else None,
-                      freq_changes=changes if visible else None, cpus=tuple(cpus))
+                      freq_changes=changes if visible else None, cpus=tuple(cpus),
+                      other_load_pct=other_load_pct(before, after, own_s, os.sysconf("SC_CLK_TCK")))
 
 
 def noise_exceeds(noise: NoiseProbe | None, precision: float) -> list[str]:
@@ -117,4 +144,6 @@ def noise_exceeds(noise: NoiseProbe | None, precision: float) -> list[str]:
         out.append(f"steal time {noise.steal_pct:.1f}%")
     if noise.freq_changes:
         out.append(f"{noise.freq_changes} CPU frequency changes")
+    if noise.other_load_pct is not None and noise.other_load_pct / 100 > max(precision, OTHER_LOAD_FLOOR):
+        out.append(f"other processes kept {noise.other_load_pct:.0f}% of the host's CPU time busy")
     return out

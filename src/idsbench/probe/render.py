@@ -95,8 +95,10 @@ def facts(p: HostProbe) -> list[tuple[str, str]]:
         n = p.noise
         loop = "–" if n.loop_cv is None else f"{n.loop_cv:.1%}"
         freq = "not visible" if n.freq_changes is None else str(n.freq_changes)
+        other = "–" if n.other_load_pct is None else f"{n.other_load_pct:.0f}%"
         rows.append(("noise", f"steal {n.steal_pct:.1f}%, CPU-bound loop CV {loop} on CPUs "
-                              f"{format_cpulist(list(n.cpus)) or '-'}, frequency changes {freq}"))
+                              f"{format_cpulist(list(n.cpus)) or '-'}, frequency changes {freq}, "
+                              f"other processes' CPU {other}"))
     s = p.sensor
     if s is not None:
         rows.append(("sensor", f"{s.engine} {s.version}: profiling {'COMPILED IN' if s.profiling else 'off'}, "
