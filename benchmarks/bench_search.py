@@ -22,6 +22,11 @@ old search (9e19e76) gen-0.3cpu 2.6% / 90 s, gen-1cpu 30.8% / 109 s, pcap-1cpu 2
 18.8% / 25 s; MLRsearch gen-0.3cpu 16.7% / 136 s, gen-1cpu 25.9% / 104 s, pcap-1cpu 38.1% / 24 s,
 pcap-0.3cpu 15.4% / 46 s (both pcap cases sender-limited: the sensor took the sender's top, ≥ 224k and
 ≥ 358k pps, each verified lossless by a cold 5 s sample; the spread is the sender's own ceiling moving).
+Measured again on the idle machine (2026-11-26 23:32, load < 0.1, yet the noise probe's CPU-bound loop CV
+9.9–11.5%: this VM's own speed moves): gen-1cpu 3.8% / 65 s, gen-0.3cpu 2.4% / 39 s, pcap-1cpu 14.1% / 23 s
+(sender-limited: NDR ≥ the sender's top, which moves), pcap-0.3cpu 6.4% / 56 s. With a `while True` hog
+beside it: gen-0.3cpu 3.3% (median 98.5k vs 83.1k idle, verification failed), gen-1cpu 10.5% (median 169k vs
+277k idle): the noise probe's `other_load_pct` (49%) now labels such rows `noisy-host`.
 """
 
 from __future__ import annotations
