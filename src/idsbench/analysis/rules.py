@@ -96,7 +96,7 @@ def case_rules(campaign: Campaign, case_id: str, info: dict[int, RuleInfo] | Non
             row["matches"].append(c.matches)
             row["ticks_total"].append(c.ticks_total)
             row["ticks_avg"].append(c.ticks_avg)
-            row["ticks_max"].append(c.ticks_max)
+            row["ticks_max"].append(c.ticks_max or 0)  # Snort reports none (time_share's commit reads it as missing)
             row["share"].append(c.ticks_total / total)
     n = len(profiled)
     rows = []
