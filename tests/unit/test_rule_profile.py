@@ -10,7 +10,14 @@ import pytest
 from idsbench.errors import SpecError
 from idsbench.plan import plan
 from idsbench.sensors import registry
-from idsbench.sensors.ruleprofile import collect, collect_sample, parse_snort_rule_profile, profiling_requested
+from idsbench.sensors.ruleprofile import (
+    collect,
+    collect_sample,
+    loaded_rules,
+    parse_snort_rule_profile,
+    profiling_requested,
+    snort_rule_files,
+)
 from idsbench.sensors.snort import Snort
 from idsbench.sensors.snort.config import RULE_PROFILER_LUA, SnortOptions, render_config
 from idsbench.spec import Spec
@@ -178,3 +185,28 @@ def test_a_bad_snort_option_fails_at_plan_time_before_any_sample() -> None:
     ok = plan(Spec.model_validate({"name": "x", "sensor": {"engine": ["snort+profiling"]},
                                    "traffic": {"traces": ["builtin:mixed"]}}))
     assert ok[0].engine == "snort+profiling"
+
+
+# Snort 3.12.2 live with ET Open: an IP-list rule's 7-digit sid and 4-digit rev run together with the gid
+MERGED = ("rule profile (all, sorted by total_time)\n" + HEADER +
+          "1         125228075500       724       0      0      8479        11         0            11        0"
+          "        0       0.06766\n"
+          "2         1240338591326       845       0      0      5840         6         0             6        0"
+          "        0       0.04660\n")
+
+
+def test_a_sid_and_rev_that_ran_together_are_cut_where_a_loaded_rule_is(tmp_path: Path) -> None:
+    rules = tmp_path / "et.rules"
+    rules.write_text('alert ip [1.2.3.4] any -> $HOME_NET any (msg:"ET TOR group 1"; sid:2522807; rev:5500;)\n'
+                     'alert ip [1.2.3.5] any -> $HOME_NET any (msg:"ET CINS group 2"; sid:2403385; rev:91326;)\n')
+    (tmp_path / "snort.lua").write_text(f"include '/x/snort.lua'\nips.rules = [[\ninclude {rules}\n]]\n")
+    assert snort_rule_files(tmp_path / "snort.lua") == [rules]
+    known = loaded_rules([rules])
+    assert known == {(1, 2522807, 5500), (1, 2403385, 91326)}
+    cut = parse_snort_rule_profile(MERGED, known) or []
+    assert [(r.gid, r.sid, r.rev, r.checks, r.ticks_total) for r in cut] == [(1, 2522807, 5500, 724, 8479),
+                                                                            (1, 2403385, 91326, 845, 5840)]
+    # without the loaded rules the widths alone allow both cuts; the first (a 6-digit sid) is not the rule
+    assert [(r.sid, r.rev) for r in parse_snort_rule_profile(MERGED) or []] == [(252280, 75500), (240338, 591326)]
+    (tmp_path / "stdout.txt").write_text(MERGED)
+    assert [(r.sid, r.rev) for r in read_profile(collect(tmp_path) or tmp_path)] == [(2522807, 5500), (2403385, 91326)]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,11 +22,13 @@ from idsbench.store.rule_profile import RULE_PROFILE_FILE, RuleCost, write_profi
 
 SURICATA_RULE_PERF = "rule_perf.log"
 SNORT_CONSOLE = "stdout.txt"  # sensors/snort CONSOLE_FILE: Snort prints its rule profile there
+SNORT_CONFIG = "snort.lua"  # sensors/snort CONFIG_FILE: names the rule files the run loaded
 # keywords that make a rule expensive or stateful, named in the report beside its cost
 HINT_KEYWORDS = ("pcre", "flowbits", "byte_jump", "byte_test", "byte_extract", "isdataat", "dsize", "xbits",
                  "threshold", "base64_decode", "lua", "dataset", "fast_pattern")
 _SID = re.compile(r"[(;]\s*sid\s*:\s*(\d+)\s*;")
 _GID = re.compile(r"[(;]\s*gid\s*:\s*(\d+)\s*;")
+_REV = re.compile(r"[(;]\s*rev\s*:\s*(\d+)\s*;")
 _MSG = re.compile(r'msg\s*:\s*"((?:[^"\\]|\\.)*)"')
 _ET_CATEGORY = re.compile(r"^(ET|ETPRO|GPL)\s+([A-Z][A-Z0-9_]*)\b")
 
@@ -64,6 +66,7 @@ _SNORT_FIELDS: tuple[tuple[str, int, bool], ...] = (  # (header name, width, lef
     ("avg/match", 10, False), ("avg/non-match", 14, False), ("timeouts", 9, False), ("suspends", 9, False),
     ("rule_time (%)", 14, False))
 _SNORT_HEADER = " ".join(name for name, _, _ in _SNORT_FIELDS)
+_SNORT_TITLE_TEXT = "rule profile ("
 _SNORT_TITLE = re.compile(r"^rule profile \((?:worst (\d+)|all)(?:, sorted by ([a-z_]+))?\)\s*$")
 _INT = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)")
 _FLOAT = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")
@@ -88,8 +91,8 @@ def _field_ends(line: str, pos: int, width: int, left: bool) -> list[int]:
     return list(range(pos + width, run_end + 1))
 
 
-def _split_row(line: str, pos: int = 0, index: int = 0) -> list[str] | None:
-    """The cells of one table row (values as printed), None when the line is not a row."""
+def _row_splits(line: str, pos: int = 0, index: int = 0) -> Iterator[list[str]]:
+    """Every way to cut `line` into the table's cells (values as printed); none when it is not a row."""
     _, width, left = _SNORT_FIELDS[index]
     value = _FLOAT if index == _SNORT_LAST else _INT
     for end in _field_ends(line, pos, width, left):
@@ -98,22 +101,35 @@ def _split_row(line: str, pos: int = 0, index: int = 0) -> list[str] | None:
             continue
         if index == _SNORT_LAST:
             if end == len(line):
-                return [cell]
+                yield [cell]
             continue
-        rest = _split_row(line, end, index + 1)
-        if rest is not None:
-            return [cell, *rest]
-    return None
+        for rest in _row_splits(line, end, index + 1):
+            yield [cell, *rest]
 
 
 def _number(cell: str) -> int:
     return int(cell.replace(",", ""))
 
 
-def parse_snort_rule_profile(text: str) -> list[RuleCost] | None:
+def _split_row(line: str, known: Collection[tuple[int, int, int]]) -> list[str] | None:
+    """The row's cells; where a wide sid and a wide rev run together ("25228075500": sid 2522807 rev
+    5500, or sid 252280 rev 75500) the cut whose (gid, sid, rev) is a loaded rule, else the first."""
+    first = None
+    for n, cells in enumerate(_row_splits(line)):
+        if n == 0:
+            first = cells
+        if (_number(cells[1]), _number(cells[2]), _number(cells[3])) in known:
+            return cells
+        if n >= 15 or not known:
+            break
+    return first
+
+
+def parse_snort_rule_profile(text: str, known: Collection[tuple[int, int, int]] = ()) -> list[RuleCost] | None:
     """Snort 3's "rule profile" table (the last one in `text`, its console output) -> one RuleCost per row
     (time in µs; the average recomputed from the total, as Snort prints it truncated to whole µs; no
-    maximum). None when `text` holds no such table (Snort prints none when no rule was evaluated); a title
+    maximum). `known`: the (gid, sid, rev) of the rules loaded, which settles a row whose sid and rev ran
+    together. None when `text` holds no such table (Snort prints none when no rule was evaluated); a title
     without Snort 3.12's header, or a row that breaks off, is a ValueError naming the line."""
     lines = text.splitlines()
     titles = [i for i, line in enumerate(lines) if _SNORT_TITLE.match(line.strip())]
@@ -128,7 +144,7 @@ def parse_snort_rule_profile(text: str) -> list[RuleCost] | None:
     out: list[RuleCost] = []
     for number, line in enumerate(lines[start + 3:], start + 4):
         line = line.rstrip()
-        cells = _split_row(line)
+        cells = _split_row(line, known)
         if cells is None:
             if re.match(rf"{len(out) + 1}\s", line):  # the next row's rank, but not a row: cut off or damaged
                 raise ValueError(f"line {number}: rule profile row {len(out) + 1} does not read as Snort's "
@@ -139,6 +155,39 @@ def parse_snort_rule_profile(text: str) -> list[RuleCost] | None:
             raise ValueError(f"line {number}: rule profile row ranked {rank} where {len(out) + 1} was due")
         out.append(RuleCost(gid=gid, sid=sid, rev=rev, checks=checks, matches=matches, ticks_total=total,
                             ticks_avg=round(total / checks, 4) if checks else 0.0, ticks_max=None, unit="us"))
+    return out
+
+
+_INCLUDE = re.compile(r"^\s*include\s+(\S.*?)\s*$")
+
+
+def snort_rule_files(config: Path) -> list[Path]:
+    """The rule files a run's snort.lua includes in its `ips.rules` block (sensors/snort/config.py)."""
+    try:
+        text = config.read_text(errors="replace")
+    except OSError:
+        return []
+    block = re.search(r"ips\.rules\s*=\s*\[\[\n(.*?)\]\]", text, re.S)
+    return [Path(m.group(1)) for line in (block.group(1).splitlines() if block else [])
+            if (m := _INCLUDE.match(line))]
+
+
+def loaded_rules(files: Iterable[Path]) -> set[tuple[int, int, int]]:
+    """(gid, sid, rev) of the active rules in `files` (gid 1 unless the rule names one)."""
+    out: set[tuple[int, int, int]] = set()
+    for path in files:
+        try:
+            text = Path(path).read_text(errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            sid_m = _SID.search(line)
+            if sid_m:
+                gid_m, rev_m = _GID.search(line), _REV.search(line)
+                out.add((int(gid_m.group(1)) if gid_m else 1, int(sid_m.group(1)), int(rev_m.group(1)) if rev_m else 0))
     return out
 
 
@@ -154,7 +203,9 @@ def profile_of(sample_dir: Path) -> tuple[str, list[RuleCost]] | None:
     console = sample_dir / SNORT_CONSOLE
     if console.is_file():
         try:
-            rules = parse_snort_rule_profile(console.read_text(errors="replace"))
+            text = console.read_text(errors="replace")
+            known = loaded_rules(snort_rule_files(sample_dir / SNORT_CONFIG)) if _SNORT_TITLE_TEXT in text else set()
+            rules = parse_snort_rule_profile(text, known)
         except ValueError as exc:
             raise ValueError(f"{SNORT_CONSOLE}: {exc}") from exc
         if rules is not None:
