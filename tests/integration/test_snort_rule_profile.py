@@ -6,7 +6,7 @@ rule's share of the sensor's own CPU time in (0, 1], and issue 21's check: the t
 share at least 4 rules.
 
 Why the second ruleset: Snort checks each of ET Open's ~1,200 IP-list rules (TOR, CINS, 3CORESec, …; no
-content) on every packet at nearly the same cost, and they take ~98% of its rule time; their order is noise
+content) on every packet at nearly the same cost, and they take 90-98% of its rule time; their order is noise
 (a sensor thread preempted for a 4-12 ms time slice while one of them runs puts that rule first), so the
 top 5 of whole ET Open changes from sample to sample. Without them the costliest rules stand apart
 (zeek_dcerpc_mapi: four GPL NETBIOS SMB NT Trans rules above the rest in every run, measured with `snort -r`).
