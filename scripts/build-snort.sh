@@ -10,8 +10,11 @@
 # found. The snort binary is stripped and carries an rpath to its prefix's lib/, so libdaq is found
 # without LD_LIBRARY_PATH; the DAQ modules (afpacket, pcap, ...) are linked into it statically.
 #
-# Usage: scripts/build-snort.sh [--print-prefix]
+# Usage: scripts/build-snort.sh [--print-prefix | --print-record]
 #   --print-prefix   print the install prefix this machine's build has (or would have) and exit
+#   --print-record   print what the digest covers (key=value: digest, configure, archives and their sha256)
+#                    and exit; the stamp holds the same lines (a stamp written before it did can be
+#                    completed from this output when the digests agree: idsbench probe does)
 # Environment:
 #   IDSBENCH_SNORT_SRC  directory holding the archives (default: <repo>/../shared/src)
 #   IDSBENCH_CACHE      the idsbench cache (default: ~/.cache/idsbench)
@@ -44,17 +47,29 @@ for f in "$snort_tgz" "$daq_tgz"; do
 snort3-$SNORT_VERSION.tar.gz and libdaq-$DAQ_VERSION.tar.gz (see ../shared/src/README.md)"
 done
 
-digest=$( { sha256sum "$snort_tgz" "$daq_tgz" | cut -d' ' -f1
+snort_sha256=$(sha256sum "$snort_tgz" | cut -d' ' -f1)
+daq_sha256=$(sha256sum "$daq_tgz" | cut -d' ' -f1)
+digest=$( { echo "$snort_sha256"; echo "$daq_sha256"
             echo "recipe=$RECIPE opt=$OPT_FLAGS snort=${SNORT_CONFIGURE[*]}"; } | sha256sum | cut -c1-12)
 base=$cache/snort
 prefix=$base/$SNORT_VERSION-$digest
 stamp=$prefix/.built
 
-if [ "${1:-}" = "--print-prefix" ]; then
-  echo "$prefix"
-  exit 0
-fi
-[ $# -eq 0 ] || die "unknown argument $1 (usage: build-snort.sh [--print-prefix])"
+record() {
+  echo "digest=$digest"
+  echo "recipe=$RECIPE"
+  echo "configure=${SNORT_CONFIGURE[*]} CFLAGS=$OPT_FLAGS CXXFLAGS=$OPT_FLAGS"
+  echo "source=$snort_tgz"
+  echo "source_sha256=$snort_sha256"
+  echo "daq_source=$daq_tgz"
+  echo "daq_sha256=$daq_sha256"
+}
+
+case "${1:-}" in
+  --print-prefix) echo "$prefix"; exit 0 ;;
+  --print-record) record; exit 0 ;;
+esac
+[ $# -eq 0 ] || die "unknown argument $1 (usage: build-snort.sh [--print-prefix | --print-record])"
 
 verify() {
   local snort=$prefix/bin/snort out
@@ -150,7 +165,7 @@ size=$(du -sb "$prefix" | cut -f1)
 {
   echo "snort_version=$SNORT_VERSION"
   echo "daq_version=$DAQ_VERSION"
-  echo "digest=$digest"
+  record
   echo "jobs=$jobs"
   echo "daq_build_s=$((t1 - t0))"
   echo "snort_build_s=$((t2 - t1))"

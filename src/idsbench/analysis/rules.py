@@ -2,9 +2,23 @@
 ok samples of the profiler's figures (`idsbench results DIR --rules`, the report's "Costliest rules"),
 and the cost per rule file / ET category.
 
-`share` is a rule's part of all rule ticks in a sample (median over the ok samples). ET Open ships as
-one concatenated file here, so the cost "per rule file" is given per ET category (`emerging-policy`
-for messages `ET POLICY ...`: the upstream file the rule belongs to) beside the file the rule was read from.
+`share` is a rule's part of all rule time in a sample (median over the ok samples). The time columns keep
+the profiler's unit (`unit`: "ticks" for Suricata's rdtsc ticks, "us" for Snort's microseconds); the
+contract keeps their names (`ticks_total`, `ticks_avg`, `ticks_max`). `ticks_max` is None where the
+profiler reports no maximum (Snort 3): missing, never 0.
+
+`time_share` is the rule time as a fraction of the sensor's own CPU time in the sample: the CPU seconds of
+its cgroup from replay start to the end of its drain, idle use taken out (`summary.cost.cpu_s`, the figure
+behind `sensor_us_per_pkt`). Microseconds convert directly; ticks need the time-stamp counter's rate
+measured on the host (`tsc_hz`: campaign.json `environment.<engine>.tsc_hz`, else probe.json `tsc.hz`) and
+are None without it — a rate is never assumed. Both profilers time a rule with a clock that keeps running
+when the thread is preempted, and Snort adds the time of an option-tree node shared by several rules to
+each of them, so a share is an upper bound; on a host crowded enough to preempt the sensor it can
+exceed what the CPU time allows.
+
+ET Open ships as one concatenated file here, so the cost "per rule file" is given per ET category
+(`emerging-policy` for messages `ET POLICY ...`: the upstream file the rule belongs to) beside the file
+the rule was read from.
 """
 
 from __future__ import annotations
@@ -15,10 +29,11 @@ from pathlib import Path
 from statistics import median
 
 from idsbench.sensors.ruleprofile import RuleInfo, catalog
-from idsbench.store.reader import Campaign, SampleRecord, rule_profile
+from idsbench.store.reader import Campaign, SampleRecord, read_probe_doc, rule_profile
 from idsbench.store.rule_profile import RuleCost
 
 TOP_RULES = 20
+US = 1e-6
 
 
 @dataclass(frozen=True)
@@ -27,6 +42,7 @@ class RuleRow:
 
     case: str
     engine: str
+    gid: int
     sid: int
     msg: str
     file: str
@@ -36,20 +52,24 @@ class RuleRow:
     matches: float
     ticks_total: float
     ticks_avg: float
-    ticks_max: float
+    ticks_max: float | None  # None: the profiler reports no maximum (Snort 3)
     share: float
     samples: int
+    unit: str = "ticks"
+    time_share: float | None = None  # of the sensor's CPU time; None: no CPU time or no TSC rate
 
     def as_dict(self) -> dict[str, object]:
-        return {"case": self.case, "engine": self.engine, "sid": self.sid, "msg": self.msg, "file": self.file,
-                "category": self.category, "hints": list(self.hints), "checks": self.checks,
+        return {"case": self.case, "engine": self.engine, "gid": self.gid, "sid": self.sid, "msg": self.msg,
+                "file": self.file, "category": self.category, "hints": list(self.hints), "checks": self.checks,
                 "matches": self.matches, "ticks_total": self.ticks_total, "ticks_avg": self.ticks_avg,
-                "ticks_max": self.ticks_max, "share": round(self.share, 6), "samples": self.samples}
+                "ticks_max": self.ticks_max, "share": round(self.share, 6), "unit": self.unit,
+                "time_share": None if self.time_share is None else round(self.time_share, 8),
+                "samples": self.samples}
 
 
 @dataclass(frozen=True)
 class GroupCost:
-    """A rule file's or category's part of the rule ticks in a case (medians over ok samples)."""
+    """A rule file's or category's part of the rule time in a case (medians over ok samples)."""
 
     case: str
     kind: str  # "file" or "category"
@@ -57,6 +77,23 @@ class GroupCost:
     rules: int  # rules of the group the profiler saw
     ticks_total: float
     share: float
+    unit: str = "ticks"
+    time_share: float | None = None
+
+
+@dataclass(frozen=True)
+class RuleTime:
+    """All rules of a case together against the sensor's CPU time (medians over the profiled ok samples)."""
+
+    case: str
+    engine: str
+    unit: str
+    rule_time_s: float | None     # None: ticks without a TSC rate
+    sensor_cpu_s: float | None    # None: no sample recorded the sensor's CPU time
+    time_share: float | None
+    samples: int
+    tsc_hz: float | None = None   # the rate ticks were converted with
+    why_none: str | None = None   # why time_share is None
 
 
 def profiled_samples(campaign: Campaign, case_id: str) -> list[tuple[SampleRecord, list[RuleCost]]]:
@@ -75,9 +112,61 @@ def rule_catalog(campaign: Campaign) -> dict[int, RuleInfo]:
     return catalog(Path(str(r["path"])) for r in rules if isinstance(r, dict) and "path" in r)
 
 
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+
+
+def tsc_hz(campaign: Campaign, engine: str) -> float | None:
+    """The TSC rate the campaign measured: campaign.json `environment.<engine>.tsc_hz` (a profiling
+    Suricata records it), else the campaign's probe.json `tsc.hz`; None when neither holds one."""
+    env = campaign.doc.environment.get(engine)
+    if isinstance(env, dict) and _number(env.get("tsc_hz")) is not None:
+        return _number(env.get("tsc_hz"))
+    probe = read_probe_doc(campaign.root) or {}
+    tsc = probe.get("tsc")
+    return _number(tsc.get("hz")) if isinstance(tsc, dict) else None
+
+
+def seconds_per_unit(unit: str, rate_hz: float | None) -> float | None:
+    """Seconds in one unit of the profile's time columns: µs directly, ticks through the TSC rate."""
+    if unit == "us":
+        return US
+    return 1.0 / rate_hz if unit == "ticks" and rate_hz else None
+
+
+def sensor_cpu_s(sample: SampleRecord) -> float | None:
+    """The sensor's CPU seconds for its packets in the sample (summary.cost.cpu_s), None when not measured."""
+    cost = sample.summary.cost
+    return cost.cpu_s if cost is not None and cost.cpu_s > 0 else None
+
+
+def _unit(profiled: list[tuple[SampleRecord, list[RuleCost]]]) -> str:
+    units = {c.unit for _, costs in profiled for c in costs}
+    if len(units) > 1:
+        raise ValueError(f"the samples' rule profiles mix units ({', '.join(sorted(units))})")
+    return units.pop() if units else "ticks"
+
+
 def _med(values: list[float], n: int) -> float:
     """Median over n samples, a sample where the rule did not appear counting 0."""
     return float(median([*values, *([0.0] * (n - len(values)))])) if n else 0.0
+
+
+def _cpu_factors(campaign: Campaign, engine: str, profiled: list[tuple[SampleRecord, list[RuleCost]]],
+                 unit: str) -> list[float | None]:
+    """Per profiled sample: what turns its time units into a fraction of its sensor CPU time (None: unknown)."""
+    spu = seconds_per_unit(unit, tsc_hz(campaign, engine) if unit == "ticks" else None)
+    out: list[float | None] = []
+    for sample, _ in profiled:
+        cpu = sensor_cpu_s(sample)
+        out.append(spu / cpu if spu is not None and cpu is not None else None)
+    return out
+
+
+def _time_share(per_sample: dict[int, float], factors: list[float | None]) -> float | None:
+    """Median over the samples whose CPU time is known of (time × factor); a sample without the key counts 0."""
+    shares = [per_sample.get(i, 0.0) * f for i, f in enumerate(factors) if f is not None]
+    return float(median(shares)) if shares else None
 
 
 def case_rules(campaign: Campaign, case_id: str, info: dict[int, RuleInfo] | None = None) -> list[RuleRow]:
@@ -87,28 +176,37 @@ def case_rules(campaign: Campaign, case_id: str, info: dict[int, RuleInfo] | Non
         return []
     info = rule_catalog(campaign) if info is None else info
     engine = campaign.case(case_id).params.engine
-    per_rule: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for _, costs in profiled:
+    unit = _unit(profiled)
+    factors = _cpu_factors(campaign, engine, profiled, unit)
+    per_rule: dict[tuple[int, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    maxima: dict[tuple[int, int], list[float | None]] = defaultdict(list)
+    totals: dict[tuple[int, int], dict[int, float]] = defaultdict(dict)
+    for i, (_, costs) in enumerate(profiled):
         total = sum(c.ticks_total for c in costs) or 1
         for c in costs:
-            row = per_rule[c.sid]
+            key = (c.gid, c.sid)
+            row = per_rule[key]
             row["checks"].append(c.checks)
             row["matches"].append(c.matches)
             row["ticks_total"].append(c.ticks_total)
             row["ticks_avg"].append(c.ticks_avg)
-            row["ticks_max"].append(c.ticks_max)
             row["share"].append(c.ticks_total / total)
+            maxima[key].append(None if c.ticks_max is None else float(c.ticks_max))
+            totals[key][i] = float(c.ticks_total)
     n = len(profiled)
     rows = []
-    for sid, values in per_rule.items():
-        known = info.get(sid)
+    for (gid, sid), values in per_rule.items():
+        known = info.get(sid) if gid == 1 else None  # the catalog names text rules (gid 1)
+        measured = [v for v in maxima[(gid, sid)] if v is not None]
         rows.append(RuleRow(
-            case=case_id, engine=engine, sid=sid, msg=known.msg if known else "", file=known.file if known else "",
-            category=known.category if known else "", hints=known.hints if known else (),
-            checks=_med(values["checks"], n), matches=_med(values["matches"], n),
+            case=case_id, engine=engine, gid=gid, sid=sid, msg=known.msg if known else "",
+            file=known.file if known else "", category=known.category if known else "",
+            hints=known.hints if known else (), checks=_med(values["checks"], n), matches=_med(values["matches"], n),
             ticks_total=_med(values["ticks_total"], n), ticks_avg=_med(values["ticks_avg"], n),
-            ticks_max=_med(values["ticks_max"], n), share=_med(values["share"], n), samples=len(values["checks"])))
-    return sorted(rows, key=lambda r: (-r.ticks_total, r.sid))
+            ticks_max=_med(measured, n) if measured else None,
+            share=_med(values["share"], n), samples=len(values["checks"]), unit=unit,
+            time_share=_time_share(totals[(gid, sid)], factors)))
+    return sorted(rows, key=lambda r: (-r.ticks_total, r.sid, r.gid))
 
 
 def rule_rows(campaign: Campaign) -> list[RuleRow]:
@@ -117,28 +215,59 @@ def rule_rows(campaign: Campaign) -> list[RuleRow]:
     return [row for c in campaign.cases for row in case_rules(campaign, c.case_id, info)]
 
 
+def case_rule_time(campaign: Campaign, case_id: str) -> RuleTime | None:
+    """All rule time of the case against the sensor's CPU time; None when the case has no rule profile."""
+    profiled = profiled_samples(campaign, case_id)
+    if not profiled:
+        return None
+    engine = campaign.case(case_id).params.engine
+    unit = _unit(profiled)
+    rate = tsc_hz(campaign, engine) if unit == "ticks" else None
+    spu = seconds_per_unit(unit, rate)
+    factors = _cpu_factors(campaign, engine, profiled, unit)
+    totals = {i: float(sum(c.ticks_total for c in costs)) for i, (_, costs) in enumerate(profiled)}
+    cpus = [c for c in (sensor_cpu_s(s) for s, _ in profiled) if c is not None]
+    why = None
+    if spu is None:
+        why = "no TSC rate recorded for this campaign (its ticks cannot become seconds)"
+    elif not cpus:
+        why = "no sample recorded the sensor's CPU time (summary.cost)"
+    return RuleTime(case=case_id, engine=engine, unit=unit,
+                    rule_time_s=float(median(totals.values())) * spu if spu is not None else None,
+                    sensor_cpu_s=float(median(cpus)) if cpus else None, time_share=_time_share(totals, factors),
+                    samples=len(profiled), tsc_hz=rate, why_none=why)
+
+
 def group_costs(campaign: Campaign, case_id: str, kind: str,
                 info: dict[int, RuleInfo] | None = None) -> list[GroupCost]:
-    """The case's rule ticks per rule file (kind "file") or ET category ("category"), medians over the
+    """The case's rule time per rule file (kind "file") or ET category ("category"), medians over the
     ok samples, costliest first."""
     profiled = profiled_samples(campaign, case_id)
+    if not profiled:
+        return []
     info = rule_catalog(campaign) if info is None else info
+    unit = _unit(profiled)
+    factors = _cpu_factors(campaign, campaign.case(case_id).params.engine, profiled, unit)
     ticks: dict[str, list[float]] = defaultdict(list)
     shares: dict[str, list[float]] = defaultdict(list)
-    members: dict[str, set[int]] = defaultdict(set)
-    for _, costs in profiled:
+    per_sample: dict[str, dict[int, float]] = defaultdict(dict)
+    members: dict[str, set[tuple[int, int]]] = defaultdict(set)
+    for i, (_, costs) in enumerate(profiled):
         total = sum(c.ticks_total for c in costs) or 1
         sums: dict[str, float] = defaultdict(float)
         for c in costs:
-            known = info.get(c.sid)
-            name = (known.file if kind == "file" else known.category) if known else "(unknown sid)"
+            known = info.get(c.sid) if c.gid == 1 else None
+            name = (known.file if kind == "file" else known.category) if known else \
+                ("(unknown sid)" if c.gid == 1 else f"(gid {c.gid}: built-in)")
             sums[name] += c.ticks_total
-            members[name].add(c.sid)
+            members[name].add((c.gid, c.sid))
         for name, value in sums.items():
             ticks[name].append(value)
             shares[name].append(value / total)
+            per_sample[name][i] = value
     n = len(profiled)
-    out = [GroupCost(case_id, kind, name, len(members[name]), _med(ticks[name], n), _med(shares[name], n))
+    out = [GroupCost(case_id, kind, name, len(members[name]), _med(ticks[name], n), _med(shares[name], n),
+                     unit=unit, time_share=_time_share(per_sample[name], factors))
            for name in ticks]
     return sorted(out, key=lambda g: (-g.ticks_total, g.name))
 

@@ -9,6 +9,7 @@ import json
 import sys
 from itertools import groupby
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from idsbench.analysis import case_table
 from idsbench.analysis.cases import DEFAULT_CV_THRESHOLD
@@ -17,6 +18,9 @@ from idsbench.report import tables
 from idsbench.store.index_paths import DEFAULT_ROOT
 from idsbench.store.reader import Campaign, load_campaign
 from idsbench.store.schema import CaseResult
+
+if TYPE_CHECKING:
+    from idsbench.analysis.rules import RuleTime
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,9 +45,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--cv-threshold", type=float, default=DEFAULT_CV_THRESHOLD, metavar="X",
                    help="warn when samples disagree more than this coefficient of variation (default 0.10)")
     p.add_argument("--rules", action="store_true",
-                   help="per case and rule, what the rule profiler counted (a profiling build such as "
-                        "suricata@8.0.6+profiling): sid, msg, file, checks, matches, ticks_total/avg/max and "
-                        "share of all rule ticks, medians over the ok samples, costliest first")
+                   help="per case and rule, what the rule profiler counted (suricata@8.0.6+profiling: CPU "
+                        "ticks; snort+profiling: µs, no maximum): sid, msg, file, checks, matches, "
+                        "ticks_total/avg/max in `unit`, share of all rule time, time_share of the sensor's "
+                        "CPU time, medians over the ok samples, costliest first")
     p.set_defaults(func=run)
 
 
@@ -91,26 +96,43 @@ def _render(fmt: str, rows: list[CaseResult]) -> str:
 
 def _render_rules(fmt: str, campaign: Campaign) -> str:
     """`results DIR --rules`: one row per case and rule (analysis/rules.py)."""
-    from idsbench.analysis.rules import rule_rows
+    from idsbench.analysis.rules import case_rule_time, rule_rows
 
     rows = [r.as_dict() for r in rule_rows(campaign)]
     if not rows:
         raise SpecError(f"{campaign.root} holds no rule profile (rule_profile.csv in an ok sample).",
-                        fix="run the campaign with a profiling build, e.g. sensor.engine = "
-                            "\"suricata@8.0.6+profiling\".")
+                        fix="run the campaign with a profiling engine, e.g. sensor.engine = "
+                            "\"suricata@8.0.6+profiling\" or \"snort+profiling\".")
     if fmt == "json":
         return json.dumps(rows, indent=1) + "\n"
-    columns = ["case", "sid", "msg", "file", "category", "checks", "matches", "ticks_total", "ticks_avg",
-               "ticks_max", "share"]
+    columns = ["case", "engine", "gid", "sid", "msg", "file", "category", "checks", "matches", "ticks_total",
+               "ticks_avg", "ticks_max", "unit", "share", "time_share"]
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.writer(out)
         writer.writerow(columns)
-        writer.writerows([[r[c] for c in columns] for r in rows])
+        writer.writerows([["" if r[c] is None else r[c] for c in columns] for r in rows])
         return out.getvalue()
-    lines = [f"{'sid':>9} {'ticks_total':>14} {'share':>6} {'checks':>9} {'matches':>7}  msg"]
+    lines = [f"{'sid':>9} {'total':>14} {'unit':<5} {'share':>6} {'of CPU':>8} {'checks':>9} {'matches':>7}  msg"]
     for case, group in groupby(rows, key=lambda r: r["case"]):
-        lines.append(f"case {case}")
-        lines += [f"{r['sid']:>9} {r['ticks_total']:>14.0f} {float(str(r['share'])):>6.1%} {r['checks']:>9.0f} "
-                  f"{r['matches']:>7.0f}  {str(r['msg'])[:70]}" for r in group]
+        lines.append(f"case {case}: {_rule_time_line(case_rule_time(campaign, str(case)))}")
+        lines += [f"{r['sid']:>9} {r['ticks_total']:>14,.0f} {r['unit']:<5} {float(str(r['share'])):>6.1%} "
+                  f"{_pct(r['time_share']):>8} {r['checks']:>9.0f} {r['matches']:>7.0f}  {str(r['msg'])[:70]}"
+                  for r in group]
+    lines.append("share: of all rule time; of CPU: of the sensor's CPU time in the sample (medians over ok samples)")
     return "\n".join(lines) + "\n"
+
+
+def _pct(value: object) -> str:
+    return "–" if not isinstance(value, (int, float)) else f"{value:.3%}"
+
+
+def _rule_time_line(t: RuleTime | None) -> str:
+    """A case's rules together against the sensor's CPU time."""
+    if t is None:
+        return "no rule profile"
+    if t.time_share is None or t.rule_time_s is None or t.sensor_cpu_s is None:
+        return f"{t.engine}, time in {t.unit}; share of the sensor's CPU time unknown: {t.why_none}"
+    rate = f", TSC {t.tsc_hz / 1e9:.4f} GHz" if t.tsc_hz else ""
+    return (f"{t.engine}: the rules took {t.rule_time_s * 1e3:,.2f} ms of the sensor's {t.sensor_cpu_s:,.3f} s "
+            f"CPU time ({t.time_share:.2%}{rate}; medians over {t.samples} samples)")

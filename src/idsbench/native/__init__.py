@@ -27,7 +27,7 @@ CFLAGS = ("-O2", "-g", "-Wall", "-Wextra", "-std=gnu11")
 EXTRA_FLAGS: dict[str, tuple[str, ...]] = {"ibreplay": ("-pthread", "-lm"), "ibtrace": ("-lm",),
                                            "ibsynth": ("-shared", "-fPIC"), "ibcapture": ("-pthread", "-static"),
                                            "ibtick": ("-static",),
-                                           "ibtimer": ("-static",)}
+                                           "ibtimer": ("-static",), "ibtsc": ("-static",)}
 
 
 def names() -> list[str]:

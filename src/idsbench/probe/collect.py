@@ -7,12 +7,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from idsbench.probe import host
+from idsbench.probe.builds import cached_builds
 from idsbench.probe.hypervisor import detect
-from idsbench.probe.model import SCHEMA, HostProbe, InterfaceProbe, TimerCosts
+from idsbench.probe.model import SCHEMA, HostProbe, InterfaceProbe, SensorBuild, TimerCosts, TscRate
 from idsbench.probe.netif import probe_in_netns, probe_interface
 from idsbench.probe.sensor import probe_suricata
 from idsbench.probe.sysfs import read_text
 from idsbench.probe.timers import measure
+from idsbench.probe.tsc import measure_tsc
 
 
 def collect(interfaces: Sequence[str] = (), netns: str | None = None, sensor: bool = True, *,
@@ -22,6 +24,7 @@ def collect(interfaces: Sequence[str] = (), netns: str | None = None, sensor: bo
     notes: list[str] = []
     cpu = host.read_cpu(root)
     costs = measure() if timers else TimerCosts(error="not measured (timers=False)")
+    tsc = measure_tsc() if timers else TscRate(error="not measured (timers=False)")
     hyper = detect(root, cpu.flags, costs.cpuid_hypervisor_vendor)
     cmdline = read_text(root / "proc/cmdline") or ""
     clocksource, clocksources = host.read_clocksource(root)
@@ -29,10 +32,13 @@ def collect(interfaces: Sequence[str] = (), netns: str | None = None, sensor: bo
     if cgroup_version is None:
         notes.append("cgroups: no cgroup v1 controller or v2 hierarchy is mounted under /sys/fs/cgroup")
     sensor_probe = None
+    builds: list[SensorBuild] = []
     if sensor:
         sensor_probe, why_not = probe_suricata(sensor_binary)
         if why_not:
             notes.append(why_not)
+        builds, build_notes = cached_builds()
+        notes.extend(build_notes)
     return HostProbe(
         schema=SCHEMA,
         created_unix=time.time(),
@@ -54,8 +60,10 @@ def collect(interfaces: Sequence[str] = (), netns: str | None = None, sensor: bo
         cgroup_controllers=controllers,
         irqbalance=host.irqbalance_running(root),
         timers=costs,
+        tsc=tsc,
         interfaces={p.name: p for p in _interfaces(interfaces, netns, root)},
         sensor=sensor_probe,
+        builds=builds,
         notes=notes,
     )
 

@@ -16,10 +16,14 @@ from idsbench.probe.model import HostProbe
 VOLATILE = (
     "created_unix", "notes", "notes.*", "hypervisor_evidence", "cpufreq.cur_khz", "timers.rounds",
     "timers.error", "cpu.topology", "cpu.topology.*", "interfaces.*.irqs.*.number", "interfaces.*.operstate",
+    "tsc.rounds", "tsc.round_ms", "tsc.spread_ppm", "tsc.error",
+    # the cache's sensor builds: a build added beside the one a campaign uses is no change of the host
+    # (campaign.json's environment records the build each engine ran)
+    "builds", "builds.*",
 )
-# Relative changes below these are noise: timer costs (median of a few rounds) and memory sizes
-# (MemTotal moves by a few MB between kernels).
-TOLERANCE = (("timers.*_ns", 0.20), ("memory_bytes", 0.01), ("numa_nodes.*.memory_bytes", 0.01))
+# Relative changes below these are noise: timer costs (median of a few rounds), memory sizes
+# (MemTotal moves by a few MB between kernels) and the TSC rate (measured over ~150 ms).
+TOLERANCE = (("timers.*_ns", 0.20), ("memory_bytes", 0.01), ("numa_nodes.*.memory_bytes", 0.01), ("tsc.hz", 0.001))
 # Lists of objects are compared item by item under a natural key instead of by position.
 ITEM_KEYS = {"numa_nodes": "id", "irqs": "name"}
 

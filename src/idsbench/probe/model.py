@@ -84,6 +84,38 @@ class TimerCosts(_Frozen):
     error: str | None = None
 
 
+class TscRate(_Frozen):
+    """The time-stamp counter's rate (ibtsc: rdtsc against CLOCK_MONOTONIC_RAW, median of a few rounds):
+    what turns Suricata's rule-profiling ticks into seconds. None off x86 or when not measured (`error`)."""
+
+    hz: float | None = None
+    rounds: int = 0
+    round_ms: int = 0
+    spread_ppm: float | None = None   # (max - min) / median over the rounds
+    error: str | None = None
+
+
+class SensorBuild(_Frozen):
+    """A sensor build found in idsbench's cache: a Suricata source build (`suricata@8.0.6[+…]`,
+    `<cache>/suricata/*/.built`) or the Snort 3 build (`make snort`, `<cache>/snort/*/.built`).
+    None: the build's record does not say."""
+
+    engine: str                       # "suricata" or "snort"
+    version: str | None = None
+    prefix: str
+    current: bool = False             # Snort: the build `current` points at (the one runs use)
+    build_id: str | None = None       # the digest in the cache key (sources + flags + recipe)
+    configure_flags: str | None = None
+    source: str | None = None
+    source_sha256: str | None = None
+    options: str | None = None        # Suricata's build options (profiling, nohyperscan)
+    profiling_rules: bool | None = None
+    hyperscan: bool | None = None
+    daq_version: str | None = None    # Snort's libdaq
+    build_s: int | None = None
+    completed_from: str | None = None  # where keys the stamp lacks came from (an older Snort stamp)
+
+
 class Channels(_Frozen):
     rx: int | None = None
     tx: int | None = None
@@ -198,8 +230,10 @@ class HostProbe(_Frozen):
     cgroup_controllers: list[str] = Field(default_factory=list)
     irqbalance: bool | None = None
     timers: TimerCosts = Field(default_factory=TimerCosts)
+    tsc: TscRate | None = None          # None: a probe written before the rate was measured
     interfaces: dict[str, InterfaceProbe] = Field(default_factory=dict)
     sensor: SensorProbe | None = None
+    builds: list[SensorBuild] = Field(default_factory=list)  # sensor builds in idsbench's cache
     notes: list[str] = Field(default_factory=list)  # what could not be read, and why
     noise: NoiseProbe | None = None     # a campaign's quietness probe (probe/noise.py)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from idsbench.probe.model import HostProbe, InterfaceProbe
+from idsbench.probe.model import HostProbe, InterfaceProbe, SensorBuild
 from idsbench.probe.sysfs import format_cpulist
 from idsbench.probe.warnings import TICK_TRAP_NS, warnings
 
@@ -91,6 +91,10 @@ def facts(p: HostProbe) -> list[tuple[str, str]]:
         timers += ("; cpuid traps here (a VM exit per call): harmless unless the sensor is built with "
                    "profiling, whose per-packet tick uses it")
     rows.append(("timers", timers))
+    if p.tsc is not None:
+        rows.append(("TSC", f"{p.tsc.hz:,.0f} Hz (rdtsc against CLOCK_MONOTONIC_RAW, {p.tsc.rounds} x "
+                            f"{p.tsc.round_ms} ms, spread {_opt(p.tsc.spread_ppm)} ppm)" if p.tsc.hz is not None
+                     else f"not measured: {p.tsc.error or '?'}"))
     if p.noise is not None:  # the quietness probe a campaign starts with (probe/noise.py)
         n = p.noise
         loop = "–" if n.loop_cv is None else f"{n.loop_cv:.1%}"
@@ -103,7 +107,23 @@ def facts(p: HostProbe) -> list[tuple[str, str]]:
     if s is not None:
         rows.append(("sensor", f"{s.engine} {s.version}: profiling {'COMPILED IN' if s.profiling else 'off'}, "
                                f"hyperscan {_opt(s.hyperscan)}, capture {' '.join(s.capture_methods)}"))
+    rows += [("build", _build_line(b)) for b in p.builds]
     return rows
+
+
+def _build_line(b: SensorBuild) -> str:
+    """One cached sensor build: what it is, its id, its source and flags (None shown as '?')."""
+    extra = [f"options {b.options}"] if b.options else []
+    if b.daq_version:
+        extra.append(f"libdaq {b.daq_version}")
+    if b.profiling_rules is not None:
+        extra.append(f"rule profiling {'yes' if b.profiling_rules else 'no'}")
+    if b.current:
+        extra.append("current")
+    head = f"{b.engine} {_opt(b.version)}" + (f" ({', '.join(extra)})" if extra else "")
+    line = (f"{head}: id {_opt(b.build_id)}, source sha256 {_opt(b.source_sha256)}, "
+            f"configure {_opt(b.configure_flags)}, at {b.prefix}")
+    return line + (f" [flags and sha256 from {b.completed_from}]" if b.completed_from else "")
 
 
 def summary(p: HostProbe) -> str:

@@ -13,6 +13,7 @@ from idsbench import __version__
 from idsbench.analysis import case_table, overhead
 from idsbench.analysis.overhead import Overhead
 from idsbench.analysis.profile import case_profile
+from idsbench.analysis.rules import RuleTime
 from idsbench.analysis.search import HOST_MOVED, repeat_fields, sensor_cost
 from idsbench.errors import InputError
 from idsbench.plan import trace_label
@@ -256,8 +257,12 @@ def _raw(campaign: Campaign) -> list[dict[str, Any]]:
 
 
 def _rule_cost_views(campaign: Campaign, top: int = 20) -> list[dict[str, Any]]:
-    """Per profiled case: its costliest rules and the cost per rule file and ET category (analysis/rules.py)."""
-    from idsbench.analysis.rules import case_rules, group_costs, rule_catalog
+    """Per profiled case: its costliest rules, all rules' time against the sensor's CPU time, and the
+    cost per rule file and ET category (analysis/rules.py)."""
+    from idsbench.analysis.rules import case_rule_time, case_rules, group_costs, rule_catalog
+
+    def share(value: float | None) -> str:
+        return "–" if value is None else f"{value:.3%}"
 
     info = rule_catalog(campaign)
     views = []
@@ -267,14 +272,29 @@ def _rule_cost_views(campaign: Campaign, top: int = 20) -> list[dict[str, Any]]:
             continue
         groups = [*group_costs(campaign, case.case_id, "file", info),
                   *group_costs(campaign, case.case_id, "category", info)]
-        views.append({"case": case.case_id, "engine": case.params.engine, "rules": [
-            {"sid": r.sid, "msg": r.msg, "file": r.file, "category": r.category, "hints": ", ".join(r.hints),
+        t = case_rule_time(campaign, case.case_id)
+        unit = rules[0].unit
+        views.append({"case": case.case_id, "engine": case.params.engine, "unit": "µs" if unit == "us" else unit,
+                      "rule_time": _rule_time_text(t), "rules": [
+            {"sid": r.sid if r.gid == 1 else f"{r.gid}:{r.sid}", "msg": r.msg, "file": r.file,
+             "category": r.category, "hints": ", ".join(r.hints),
              "checks": f"{r.checks:,.0f}", "matches": f"{r.matches:,.0f}", "ticks_total": f"{r.ticks_total:,.0f}",
-             "ticks_avg": f"{r.ticks_avg:,.0f}", "ticks_max": f"{r.ticks_max:,.0f}", "share": f"{r.share:.1%}"}
+             "ticks_avg": f"{r.ticks_avg:,.2f}" if unit == "us" else f"{r.ticks_avg:,.0f}",
+             "ticks_max": "–" if r.ticks_max is None else f"{r.ticks_max:,.0f}", "share": f"{r.share:.1%}",
+             "time_share": share(r.time_share)}
             for r in rules[:top]],
             "groups": [{"kind": g.kind, "name": g.name, "rules": g.rules, "ticks_total": f"{g.ticks_total:,.0f}",
-                        "share": f"{g.share:.1%}"} for g in groups[:40]]})
+                        "share": f"{g.share:.1%}", "time_share": share(g.time_share)} for g in groups[:40]]})
     return views
+
+
+def _rule_time_text(t: RuleTime | None) -> str:
+    """All rules of a case against the sensor's CPU time (analysis.rules.RuleTime), as a sentence."""
+    if t is None or t.time_share is None or t.rule_time_s is None or t.sensor_cpu_s is None:
+        return f"Share of the sensor's CPU time unknown: {t.why_none if t is not None else 'no profile'}."
+    rate = f" (ticks at the measured TSC rate of {t.tsc_hz / 1e9:.4f} GHz)" if t.tsc_hz else ""
+    return (f"All rules together took {t.rule_time_s * 1e3:,.2f} ms{rate} of the sensor's {t.sensor_cpu_s:,.3f} s "
+            f"of CPU time: {t.time_share:.2%} (medians over {t.samples} ok samples).")
 
 
 def _build_views(rows: list[CaseResult]) -> list[dict[str, Any]]:

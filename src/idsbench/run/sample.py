@@ -221,13 +221,8 @@ class SampleRun:
 
 def _rule_profile(sample_dir: Path, engine: str) -> list[str]:
     """A profiling run's rule profile as the sample's series file (rule_profile.csv); a warning when the
-    profiling engine left none."""
-    try:
-        if ruleprofile.collect(sample_dir) is None and "+profiling" in engine:
-            return [f"{engine} wrote no {ruleprofile.SURICATA_RULE_PERF}: this sample has no rule profile"]
-    except (ValueError, KeyError) as exc:
-        return [f"{ruleprofile.SURICATA_RULE_PERF} is not a rule profile ({exc})"]
-    return []
+    profiling engine left none (sensors/ruleprofile.py: Suricata's rule_perf.log or Snort's table)."""
+    return ruleprofile.collect_sample(sample_dir, engine)
 
 
 def _write_counters_csv(path: Path, series: list[CounterPoint]) -> None:

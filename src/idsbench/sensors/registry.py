@@ -45,11 +45,20 @@ def names() -> list[str]:
 
 
 def _is_build(name: str) -> bool:
-    """`suricata@8.0.6`, `suricata+profiling`: a source build or a run option (sensors/suricata/build.py)."""
+    """`suricata@8.0.6`, `suricata+profiling`, `snort+profiling`: a source build or a run option."""
     return name not in _ENGINES and ("@" in name or "+" in name)
 
 
+def _base(name: str) -> str:
+    return name.split("+", 1)[0].split("@", 1)[0]
+
+
 def _build(name: str) -> SensorEngine:
+    if _base(name) == "snort":
+        from idsbench.sensors.snort import Snort
+        from idsbench.sensors.snort.config import parse_engine_options
+
+        return Snort(profiling="profiling" in parse_engine_options(name))
     from idsbench.sensors.suricata.build import parse_engine
     from idsbench.sensors.suricata.built import BuiltSuricata
 
@@ -57,15 +66,24 @@ def _build(name: str) -> SensorEngine:
 
 
 def check_name(name: str) -> str:
-    if _is_build(name):
+    if _is_build(name) and _base(name) in _ENGINES:
+        base = _base(name)
+        if base == "snort":
+            from idsbench.sensors.snort.config import parse_engine_options
+
+            parse_engine_options(name)  # SpecError for a version or an unknown option
+            return name
+        if base != "suricata":
+            raise SpecError(f"sensor.engine {name!r}: the {base} engine takes no build or option.",
+                            fix=f"write {base!r}; rule profiling is 'snort+profiling' or 'suricata@8.0.6+profiling'.")
         from idsbench.sensors.suricata.build import parse_engine
 
         parse_engine(name)  # SpecError for an unknown base or option
         return name
     if name not in _ENGINES:
         raise SpecError(f"sensor.engine {name!r} is not a known engine.",
-                        fix=f"use one of {', '.join(names())}, or a Suricata build such as 'suricata@8.0.6' "
-                            "or 'suricata@8.0.6+profiling'.")
+                        fix=f"use one of {', '.join(names())}, a Suricata build such as 'suricata@8.0.6' "
+                            "or 'suricata@8.0.6+profiling', or 'snort+profiling'.")
     return name
 
 

@@ -3,7 +3,8 @@
 Build (`make snort`, config.find_install), rules (ruleprep: Suricata-flavoured files converted, the
 share loaded recorded), `snort -T` config tests, the run's snort.lua (config.render_config: the stock
 config, DAQ afpacket passive on the interface, ips.mode tap, rules, Suricata's rule variables,
-alert_json and perf_monitor into the run dir, the spec's Lua last), argv, readiness and counters (run).
+alert_json and perf_monitor into the run dir, with `snort+profiling` the rule profiler, the spec's Lua
+last), argv, readiness and counters (run).
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ class Snort:
     name = "snort"
 
     def __init__(self, install: SnortInstall | None = None, cache_dir: Path | None = None,
-                 variables: Variables | None = None):
+                 variables: Variables | None = None, *, profiling: bool = False):
+        """`profiling`: `snort+profiling`, every run prints its rule profile to stdout (stdout.txt) at exit."""
+        self.profiling = profiling
         self._install = install
         self.cache_dir = cache_dir or settings.cache_dir()
         self._variables = variables
@@ -92,7 +95,7 @@ class Snort:
                 "digest": b.digest, "build_jobs": b.jobs, "daq_build_s": b.daq_build_s,
                 "snort_build_s": b.snort_build_s, "installed_bytes": b.installed_bytes,
                 "hyperscan": "Using Hyperscan" in self._version_text, "threads": default_threads(),
-                "rule_variables": dict(self.variables)}
+                "rule_variables": dict(self.variables), "rule_profiling": self.profiling}
 
     def image_packages(self) -> tuple[str, ...]:
         return runtime_packages(self.install.prefix, self.install.binary)
@@ -147,7 +150,7 @@ class Snort:
             stats_interval_s=options.stats_interval_s, interface=interface,
             threads=threads_from(options.overrides, default_threads()), mtu=mtu,
             buffer_size_mb=buffer_from(options.overrides), variables=self.variables,
-            event_filters=render_event_filters(filters),
+            event_filters=render_event_filters(filters), rule_profile=self.profiling,
             overrides=lua_overrides(options.overrides, options.config_overlay))
 
     def prepare(self, run_dir: Path, interface: str, options: SensorOptions, *,
@@ -170,7 +173,7 @@ class Snort:
         for old in workdir.glob("*alert_json.txt"):
             old.unlink()
         opts = self._options(options, workdir, None, None)
-        opts = replace(opts, threads=1)
+        opts = replace(opts, threads=1, rule_profile=False)
         config = workdir / CONFIG_FILE
         config.write_text(render_config(opts, self.install.base_config))
         done = proc.run(snort_argv(self.install.binary, config, opts, pcap=Path(pcap)), check=False,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 from pathlib import Path
 
 from idsbench.sensors.suricata import Suricata, SuricataRun
@@ -76,7 +77,17 @@ class BuiltSuricata(Suricata):
             info.update(self.build.record())
         info["engine"] = self.ref.name
         info["rule_profiling"] = self.ref.profiling
+        if self.ref.profiling:  # its ticks are rdtsc's: the rate turns them into seconds (analysis/rules.py)
+            info.update(self._tsc)
         return info
+
+    @cached_property
+    def _tsc(self) -> dict[str, object]:
+        """The host's TSC rate, measured once per adapter (~150 ms; probe/tsc.py)."""
+        from idsbench.probe.tsc import measure_tsc
+
+        tsc = measure_tsc()
+        return {"tsc_hz": tsc.hz, **({"tsc_error": tsc.error} if tsc.error else {})}
 
     def prepare_config(self, run_dir: Path, interface: str, rules: Sequence[Path], overrides: Mapping[str, str],
                        stats_interval_s: int, threads: int | None = None, mtu: int | None = None,

@@ -1,0 +1,127 @@
+"""The rules' share of the sensor's own CPU time (`time_share`): microseconds directly, ticks only at the
+TSC rate the campaign measured; and `results --rules` with the unit and the share beside the contract keys."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from idsbench.analysis.rules import case_rule_time, case_rules, group_costs, rule_rows, tsc_hz
+from idsbench.store.reader import load_campaign
+from idsbench.store.rule_profile import RULE_PROFILE_FILE, RuleCost, write_profile
+from tests.fakecampaign import FakeCase, write_campaign
+
+CPU_S = (0.5, 0.8)  # the sensor's CPU seconds in samples 0 and 1
+
+
+def _campaign(tmp_path: Path, unit: str, profiles: list[list[RuleCost]], tsc: float | None,
+              environment_tsc: float | None = None) -> Path:
+    case = FakeCase(samples=2)
+    env = {"hostname": "h", "suricata": {"version": "8.0.6", **({"tsc_hz": environment_tsc} if environment_tsc else {})}}
+    root = write_campaign(tmp_path / f"c-{unit}", [case], environment=env)
+    if tsc is not None:
+        (root / "probe.json").write_text(json.dumps({"tsc": {"hz": tsc, "rounds": 3}}))
+    for k, costs in enumerate(profiles):
+        sample = root / "cases" / case.case_id / f"s{k}"
+        summary = json.loads((sample / "summary.json").read_text())
+        summary["cost"] = {"cpu_s": CPU_S[k], "processed_pkts": 1000}
+        (sample / "summary.json").write_text(json.dumps(summary))
+        write_profile(sample / RULE_PROFILE_FILE, costs)
+    return root
+
+
+SNORT = [[RuleCost(1, 2001, 1, 10, 1, 50_000, 5000.0, None, "us"), RuleCost(1, 2002, 1, 4, 0, 10_000, 2500.0, None, "us")],
+         [RuleCost(1, 2001, 1, 12, 1, 60_000, 5000.0, None, "us"), RuleCost(1, 2003, 1, 2, 0, 20_000, 10000.0, None, "us")]]
+
+
+def test_time_share_of_microseconds_is_the_rule_time_over_the_sensors_cpu_time(tmp_path: Path) -> None:
+    campaign = load_campaign(_campaign(tmp_path, "us", SNORT, tsc=None))
+    (case,) = campaign.cases
+    rows = {r.sid: r for r in case_rules(campaign, case.case_id)}
+    # sample 0: 0.050 s / 0.5 s = 0.10; sample 1: 0.060 s / 0.8 s = 0.075 -> median 0.0875
+    assert rows[2001].time_share == pytest.approx(0.0875)
+    # 2002 only in sample 0 (0.02), 2003 only in sample 1 (0.025): the other sample counts 0
+    assert rows[2002].time_share == pytest.approx(0.01) and rows[2003].time_share == pytest.approx(0.0125)
+    assert rows[2001].ticks_max is None and rows[2001].unit == "us"
+    t = case_rule_time(campaign, case.case_id)
+    assert t is not None and t.unit == "us" and t.tsc_hz is None
+    # all rules: 0.060 s / 0.5 s = 0.12 and 0.080 s / 0.8 s = 0.10 -> 0.11
+    assert t.time_share == pytest.approx(0.11) and t.rule_time_s == pytest.approx(0.07)
+    assert t.sensor_cpu_s == pytest.approx(0.65)
+    (group,) = group_costs(campaign, case.case_id, "file")
+    assert group.time_share == pytest.approx(0.11) and group.unit == "us"
+
+
+SURICATA = [[RuleCost(1, 2001, 1, 10, 1, 200_000_000, 2e7, 9_000_000, "ticks")],
+            [RuleCost(1, 2001, 1, 10, 1, 400_000_000, 4e7, 8_000_000, "ticks")]]
+
+
+def test_ticks_become_seconds_only_at_the_measured_tsc_rate(tmp_path: Path) -> None:
+    campaign = load_campaign(_campaign(tmp_path, "ticks", SURICATA, tsc=2e9))
+    (case,) = campaign.cases
+    assert tsc_hz(campaign, "suricata") == 2e9
+    (rule,) = case_rules(campaign, case.case_id)
+    # 0.1 s / 0.5 s = 0.2 and 0.2 s / 0.8 s = 0.25 -> 0.225; the maximum is a measurement here
+    assert rule.time_share == pytest.approx(0.225) and rule.ticks_max == 8_500_000
+    # the engine's own record wins over the probe's
+    campaign = load_campaign(_campaign(tmp_path / "env", "ticks", SURICATA, tsc=2e9, environment_tsc=1e9))
+    (rule,) = case_rules(campaign, campaign.cases[0].case_id)
+    assert rule.time_share == pytest.approx(0.45)
+    # no rate anywhere: no share, and the reason
+    campaign = load_campaign(_campaign(tmp_path / "none", "ticks", SURICATA, tsc=None))
+    (rule,) = case_rules(campaign, campaign.cases[0].case_id)
+    t = case_rule_time(campaign, campaign.cases[0].case_id)
+    assert rule.time_share is None and t is not None and t.time_share is None and "TSC" in (t.why_none or "")
+
+
+def test_results_rules_json_keeps_the_contract_and_adds_unit_and_time_share(tmp_path: Path) -> None:
+    root = _campaign(tmp_path, "us", SNORT, tsc=None)
+    assert [r.sid for r in rule_rows(load_campaign(root))] == [2001, 2003, 2002]
+    cli = [str(Path(sys.executable).parent / "idsbench"), "results", str(root), "--rules"]
+    listed = json.loads(subprocess.run([*cli, "--format", "json"], capture_output=True, text=True, check=True).stdout)
+    assert [r["sid"] for r in listed] == [2001, 2003, 2002]
+    assert {"sid", "msg", "file", "checks", "matches", "ticks_total", "ticks_avg", "ticks_max", "share", "unit",
+            "time_share"} <= set(listed[0])
+    assert listed[0]["ticks_max"] is None and listed[0]["unit"] == "us" and listed[0]["ticks_total"] == 55_000
+    table = subprocess.run(cli, capture_output=True, text=True, check=True).stdout
+    assert "11.00%" in table and "8.750%" in table and " us " in table
+
+
+def test_the_reports_costliest_rules_show_the_unit_the_cpu_share_and_no_invented_maximum(tmp_path: Path) -> None:
+    from idsbench.report import write_report
+
+    html = write_report(_campaign(tmp_path, "us", SNORT, tsc=None)).read_text()
+    section = html[html.index('id="rules"'):html.index("</table>", html.index('id="rules"'))]
+    assert "total (µs)" in section and "of CPU" in section
+    assert "All rules together took 70.00 ms of the sensor" in html and "0.650 s of CPU time: 11.00%" in html
+    row = section[section.index("<td class=\"num\">2001</td>"):]
+    row = row[:row.index("</tr>")]
+    assert ">–<" in row and "8.750%" in row  # no maximum from Snort; 8.75% of the sensor's CPU
+
+
+def test_a_profiling_suricata_records_the_tsc_rate_once_in_its_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from idsbench.probe import tsc
+    from idsbench.probe.model import TscRate
+    from idsbench.sensors import registry
+    from idsbench.sensors.suricata import Suricata
+
+    calls: list[int] = []
+
+    def measured() -> TscRate:
+        calls.append(1)
+        return TscRate(hz=2.3e9, rounds=3)
+
+    monkeypatch.setattr(Suricata, "build_info", lambda self: {"version": "7.0.10"})
+    monkeypatch.setattr(tsc, "measure_tsc", measured)
+    engine = registry.engine("suricata+profiling")
+    assert engine.build_info()["tsc_hz"] == 2.3e9 and engine.build_info()["rule_profiling"] is True
+    assert len(calls) == 1  # measured once per adapter, however often build_info is asked
+    from idsbench.sensors.suricata.build import EngineRef
+    from idsbench.sensors.suricata.built import BuiltSuricata
+
+    plain = BuiltSuricata(EngineRef("suricata", "suricata", None, None, frozenset()))
+    assert "tsc_hz" not in plain.build_info() and len(calls) == 1  # only a profiling run needs the rate
