@@ -9,7 +9,7 @@ from pathlib import Path
 from idsbench.probe import host
 from idsbench.probe.builds import cached_builds
 from idsbench.probe.hypervisor import detect
-from idsbench.probe.model import SCHEMA, HostProbe, InterfaceProbe, SensorBuild, TimerCosts, TscRate
+from idsbench.probe.model import SCHEMA, HostProbe, InterfaceProbe, TimerCosts, TscRate
 from idsbench.probe.netif import probe_in_netns, probe_interface
 from idsbench.probe.sensor import probe_suricata
 from idsbench.probe.sysfs import read_text
@@ -32,13 +32,13 @@ def collect(interfaces: Sequence[str] = (), netns: str | None = None, sensor: bo
     if cgroup_version is None:
         notes.append("cgroups: no cgroup v1 controller or v2 hierarchy is mounted under /sys/fs/cgroup")
     sensor_probe = None
-    builds: list[SensorBuild] = []
     if sensor:
         sensor_probe, why_not = probe_suricata(sensor_binary)
         if why_not:
             notes.append(why_not)
-        builds, build_notes = cached_builds()
-        notes.extend(build_notes)
+    # The cache's builds whatever the engine (a campaign of `suricata@8.0.6` or Snort records them too).
+    builds, build_notes = cached_builds()
+    notes.extend(build_notes)
     return HostProbe(
         schema=SCHEMA,
         created_unix=time.time(),
