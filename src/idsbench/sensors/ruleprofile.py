@@ -172,9 +172,8 @@ def snort_rule_files(config: Path) -> list[Path]:
             if (m := _INCLUDE.match(line))]
 
 
-def loaded_rules(files: Iterable[Path]) -> set[tuple[int, int, int]]:
-    """(gid, sid, rev) of the active rules in `files` (gid 1 unless the rule names one)."""
-    out: set[tuple[int, int, int]] = set()
+def _active_lines(files: Iterable[Path]) -> Iterator[tuple[Path, str]]:
+    """(file, stripped line) of every line of the readable files that is not blank or commented out."""
     for path in files:
         try:
             text = Path(path).read_text(errors="replace")
@@ -182,12 +181,18 @@ def loaded_rules(files: Iterable[Path]) -> set[tuple[int, int, int]]:
             continue
         for line in text.splitlines():
             line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            sid_m = _SID.search(line)
-            if sid_m:
-                gid_m, rev_m = _GID.search(line), _REV.search(line)
-                out.add((int(gid_m.group(1)) if gid_m else 1, int(sid_m.group(1)), int(rev_m.group(1)) if rev_m else 0))
+            if line and not line.startswith("#"):
+                yield Path(path), line
+
+
+def loaded_rules(files: Iterable[Path]) -> set[tuple[int, int, int]]:
+    """(gid, sid, rev) of the active rules in `files` (gid 1 unless the rule names one)."""
+    out: set[tuple[int, int, int]] = set()
+    for _path, line in _active_lines(files):
+        sid_m = _SID.search(line)
+        if sid_m:
+            gid_m, rev_m = _GID.search(line), _REV.search(line)
+            out.add((int(gid_m.group(1)) if gid_m else 1, int(sid_m.group(1)), int(rev_m.group(1)) if rev_m else 0))
     return out
 
 
@@ -264,25 +269,17 @@ def category_of(msg: str, file: str) -> str:
 def catalog(rule_files: Iterable[Path]) -> dict[int, RuleInfo]:
     """sid -> RuleInfo for the active (not commented-out) gid-1 rules of the files."""
     out: dict[int, RuleInfo] = {}
-    for path in rule_files:
-        try:
-            text = Path(path).read_text(errors="replace")
-        except OSError:
+    for path, line in _active_lines(rule_files):
+        sid_m = _SID.search(line)
+        if not sid_m:
             continue
-        for line in text.splitlines():
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            sid_m = _SID.search(line)
-            if not sid_m:
-                continue
-            gid_m = _GID.search(line)
-            if gid_m and gid_m.group(1) != "1":
-                continue
-            msg_m = _MSG.search(line)
-            msg = msg_m.group(1) if msg_m else ""
-            body = line.partition("(")[2]
-            hints = tuple(k for k in HINT_KEYWORDS if re.search(rf"[(;]\s*{k}\s*[:;]", "(" + body))
-            sid = int(sid_m.group(1))
-            out.setdefault(sid, RuleInfo(sid, msg, Path(path).name, category_of(msg, str(path)), hints))
+        gid_m = _GID.search(line)
+        if gid_m and gid_m.group(1) != "1":
+            continue
+        msg_m = _MSG.search(line)
+        msg = msg_m.group(1) if msg_m else ""
+        body = line.partition("(")[2]
+        hints = tuple(k for k in HINT_KEYWORDS if re.search(rf"[(;]\s*{k}\s*[:;]", "(" + body))
+        sid = int(sid_m.group(1))
+        out.setdefault(sid, RuleInfo(sid, msg, Path(path).name, category_of(msg, str(path)), hints))
     return out
