@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from idsbench import native, proc
 from idsbench.errors import EnvironmentMissing
@@ -26,14 +27,22 @@ def timer_argv(program: Path, *, rounds: int = DEFAULT_ROUNDS, round_ms: int = D
     return argv + (["--cpu", str(cpu)] if cpu is not None else [])
 
 
-def parse_output(text: str) -> TimerCosts:
-    """TimerCosts from ibtimer's JSON line; a TimerCosts with `error` when it is not that."""
+def json_report(text: str, program: str) -> tuple[dict[str, Any] | None, str]:
+    """The JSON object a native probe program printed as its last line, else (None, why not)."""
     try:
         doc = json.loads(text.strip().splitlines()[-1]) if text.strip() else None
     except json.JSONDecodeError as exc:
-        return TimerCosts(error=f"ibtimer printed no JSON ({exc}): {text.strip()[:200]!r}")
+        return None, f"{program} printed no JSON ({exc}): {text.strip()[:200]!r}"
     if not isinstance(doc, dict):
-        return TimerCosts(error=f"ibtimer printed no JSON object: {text.strip()[:200]!r}")
+        return None, f"{program} printed no JSON object: {text.strip()[:200]!r}"
+    return doc, ""
+
+
+def parse_output(text: str) -> TimerCosts:
+    """TimerCosts from ibtimer's JSON line; a TimerCosts with `error` when it is not that."""
+    doc, error = json_report(text, "ibtimer")
+    if doc is None:
+        return TimerCosts(error=error)
     values: dict[str, float | None] = {}
     for key in KEYS:
         value = doc.get(key)

@@ -4,12 +4,12 @@ off x86, or when the program cannot run, the rate is None and `error` says why."
 
 from __future__ import annotations
 
-import json
 import platform
 
 from idsbench import native, proc
 from idsbench.errors import EnvironmentMissing
 from idsbench.probe.model import TscRate
+from idsbench.probe.timers import json_report
 
 ROUNDS = 3
 ROUND_MS = 50  # 3 x 50 ms: ~150 ms in all
@@ -19,12 +19,9 @@ X86 = ("x86_64", "amd64", "i386", "i486", "i586", "i686")
 
 def parse_output(text: str) -> TscRate:
     """TscRate from ibtsc's JSON line; a TscRate with `error` when it is not that."""
-    try:
-        doc = json.loads(text.strip().splitlines()[-1]) if text.strip() else None
-    except json.JSONDecodeError as exc:
-        return TscRate(error=f"ibtsc printed no JSON ({exc}): {text.strip()[:200]!r}")
-    if not isinstance(doc, dict):
-        return TscRate(error=f"ibtsc printed no JSON object: {text.strip()[:200]!r}")
+    doc, why = json_report(text, "ibtsc")
+    if doc is None:
+        return TscRate(error=why)
     hz, spread = doc.get("tsc_hz"), doc.get("spread_ppm")
     rate = float(hz) if isinstance(hz, (int, float)) and not isinstance(hz, bool) and hz > 0 else None
     rounds, round_ms, error = doc.get("rounds"), doc.get("round_ms"), doc.get("error")
