@@ -11,7 +11,7 @@ import pytest
 from idsbench.run.campaign import run_campaign
 from idsbench.spec import spec_from_dict
 
-from .conftest import TEST_PREFIX
+from .conftest import PAUSE_RIDING_RING, TEST_PREFIX
 
 pytestmark = pytest.mark.usefixtures("need_root")
 
@@ -20,8 +20,8 @@ def test_compare_cpu_limit_direction_with_cis(tmp_path, state_dir, cache_dir, pc
     def campaign(name, cpus):
         doc = {"name": name, "samples": 3, "timing": {"settle_s": 1},
                "traffic": {"traces": [str(pcaps / "tcpreplay_test.pcap")], "replayers": [1],
-                           "rate": {"pps": 30000}, "loops": 670},
-               "sensor": {"rules": ["builtin:events", str(costly_rules)]},
+                           "rate": {"pps": 30000}, "loops": 1340},  # 8 s: the limited sensor overflows the ring
+               "sensor": {"rules": ["builtin:events", str(costly_rules)], "set": PAUSE_RIDING_RING},
                "setup": {"cpus": cpus}}
         run_campaign(spec_from_dict(doc), tmp_path / name, state_dir=state_dir, cache_dir=cache_dir,
                      name_prefix=TEST_PREFIX)

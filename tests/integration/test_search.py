@@ -22,8 +22,7 @@ from .conftest import TEST_PREFIX
 pytestmark = pytest.mark.usefixtures("need_root")
 
 
-# A capture ring that rides out the few-ms pauses of a shared 2-core host (Suricata's default, ~2k frames,
-# overflows at 70k pps in 30 ms): the search then measures the sensor, not the host's scheduling noise.
+# A deeper ring than PAUSE_RIDING_RING: a search's top rates reach 70k pps.
 RING = {"set": {"af-packet.0.ring-size": 32768}}
 
 
