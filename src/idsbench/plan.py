@@ -122,3 +122,12 @@ def plan(spec: Spec) -> list[Case]:
         raise SpecError(f"the spec lists the same case twice ({', '.join(dup)}).",
                         fix="remove the repeated value from its axis.")
     return cases
+
+
+def run_order(cases: list[Case], order: str) -> list[tuple[Case, Sample]]:
+    """The samples in the order they run: case by case, or round-robin over the cases ("interleaved")."""
+    if order == "interleaved":
+        rounds = itertools.zip_longest(*(c.samples for c in cases))
+        by_id = {c.case_id: c for c in cases}
+        return [(by_id[s.case_id], s) for round_ in rounds for s in round_ if s is not None]
+    return [(c, s) for c in cases for s in c.samples]

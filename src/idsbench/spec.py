@@ -338,6 +338,9 @@ class Spec(_Frozen):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     description: str = ""
     samples: int = Field(6, ge=1, le=1000)  # 6: the fewest whose min..max CI of the median covers 95%
+    # The order samples run in: "cases" (each case's samples in a row) or "interleaved" (round-robin over
+    # the cases: s0 of every case, then s1 …), so a host's drift over minutes falls on every case alike.
+    order: Literal["cases", "interleaved"] = "cases"
     traffic: Traffic = Field(default_factory=Traffic)
     sensor: Sensor = Field(default_factory=Sensor)
     setup: Setup = Field(default_factory=Setup)
@@ -350,10 +353,12 @@ class Spec(_Frozen):
 
     @model_serializer(mode="wrap")
     def _without_absent_hosts(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Specs without [hosts] dump as before the section existed (resume compares dumps)."""
+        """Specs without [hosts] or `order` dump as before these existed (resume compares dumps)."""
         data: dict[str, Any] = handler(self)
         if data.get("hosts", 0) is None:
             data.pop("hosts")
+        if data.get("order") == "cases":
+            data.pop("order")
         return data
 
     def resolve_path(self, ref: str) -> Path:

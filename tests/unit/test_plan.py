@@ -1,7 +1,7 @@
 import pytest
 
 from idsbench.errors import SpecError
-from idsbench.plan import plan, trace_label
+from idsbench.plan import plan, run_order, trace_label
 from idsbench.spec import spec_from_dict
 
 
@@ -48,3 +48,21 @@ def test_config_is_an_axis_and_named_in_the_id():
     assert spec_from_dict({"name": "old", "sensor": {"config": None}}).sensor.config == ["default"]
     with pytest.raises(SpecError, match="empty config name"):
         spec_from_dict({"name": "bad", "sensor": {"config": [""]}})
+
+
+def test_run_order_cases_or_interleaved_and_the_default_spec_dump_is_unchanged():
+    doc = {"name": "x", "samples": 3, "traffic": {"traces": ["builtin:mixed"], "replayers": [1, 2]}}
+    spec = spec_from_dict(doc)
+    cases = plan(spec)
+    a, b = (c.case_id for c in cases)
+    by_case = [(c.case_id, s.index) for c, s in run_order(cases, spec.order)]
+    assert by_case == [(a, 0), (a, 1), (a, 2), (b, 0), (b, 1), (b, 2)]
+    assert "order" not in spec.model_dump()  # campaigns made before `order` existed resume as before
+    spec = spec_from_dict({**doc, "order": "interleaved"})
+    cases = plan(spec)
+    rounds = [(c.case_id, s.index) for c, s in run_order(cases, spec.order)]
+    assert rounds == [(a, 0), (b, 0), (a, 1), (b, 1), (a, 2), (b, 2)]
+    assert all(case.case_id == sample.case_id for case, sample in run_order(cases, spec.order))
+    assert spec.model_dump()["order"] == "interleaved"
+    with pytest.raises(SpecError, match="order"):
+        spec_from_dict({**doc, "order": "random"})

@@ -30,7 +30,7 @@ from idsbench.hosts.link import HostLink
 from idsbench.hosts.pairrun import PairRunner, SampleResult
 from idsbench.hosts.prepare import CampaignUploads, check_hello, store_probe
 from idsbench.hosts.protocol import Empty, Hello
-from idsbench.plan import Case, plan
+from idsbench.plan import Case, plan, run_order
 from idsbench.run.campaign import CampaignResult, disk_error, signals_as_interrupt
 from idsbench.run.preflight import check_resume, resolve_traces
 from idsbench.run.progress import Progress
@@ -195,21 +195,20 @@ def _run_pairs(runners: dict[str, PairRunner], cases: list[Case], assignment: di
     def work(runner: PairRunner) -> None:
         runner.on_phase = lambda p: _locked(lock, progress.phase, f"{runner.pair.name}: {p}")
         try:
-            for case in cases:
+            for case, sample in run_order(cases, spec.order):
                 if assignment[case.case_id].name != runner.pair.name:
                     continue
-                for sample in case.samples:
-                    if runner.stopping.is_set():
-                        return
-                    if layout.is_done(case.case_id, sample.index):
-                        with lock:
-                            progress.skip(sample.sample_id)
-                            result.skipped += 1
-                        continue
-                    _locked(lock, progress.sample_started, f"{sample.sample_id} on {runner.pair.label}")
-                    outcome = runner.run_sample(case, sample.index, timeout_s)
+                if runner.stopping.is_set():
+                    return
+                if layout.is_done(case.case_id, sample.index):
                     with lock:
-                        _record(outcome, progress, result)
+                        progress.skip(sample.sample_id)
+                        result.skipped += 1
+                    continue
+                _locked(lock, progress.sample_started, f"{sample.sample_id} on {runner.pair.label}")
+                outcome = runner.run_sample(case, sample.index, timeout_s)
+                with lock:
+                    _record(outcome, progress, result)
         except KeyboardInterrupt:
             return
         except BaseException as exc:  # reported by the main thread once the other pairs finished

@@ -16,6 +16,7 @@ from types import FrameType
 
 from idsbench import settings
 from idsbench.errors import EnvironmentMissing, SpecError
+from idsbench.plan import run_order
 from idsbench.run.preflight import prepare_campaign
 from idsbench.run.progress import Progress
 from idsbench.run.sample import SampleDeps, SampleRun
@@ -68,23 +69,22 @@ def run_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progress: P
         with progress:
             for warning in ctx.warnings:
                 progress.note(f"warning: {warning}")
-            for case in cases:
-                for sample in case.samples:
-                    if ctx.layout.is_done(case.case_id, sample.index):
-                        progress.skip(sample.sample_id)
-                        result.skipped += 1
-                        continue
-                    progress.sample_started(sample.sample_id)
-                    try:
-                        outcome = SampleRun(ctx, case, sample.index, deps, phase=progress.phase).run()
-                    except OSError as exc:
-                        raise disk_error(exc, out_dir) from exc
-                    status = outcome.summary.status
-                    progress.sample_done(sample.sample_id, status, outcome.warnings)
-                    result.ran += 1
-                    if status != "ok":
-                        result.failed.append(f"{sample.sample_id}: {status} ({outcome.summary.reason})")
-                    result.warnings.extend(f"{sample.sample_id}: {w}" for w in outcome.warnings)
+            for case, sample in run_order(cases, spec.order):
+                if ctx.layout.is_done(case.case_id, sample.index):
+                    progress.skip(sample.sample_id)
+                    result.skipped += 1
+                    continue
+                progress.sample_started(sample.sample_id)
+                try:
+                    outcome = SampleRun(ctx, case, sample.index, deps, phase=progress.phase).run()
+                except OSError as exc:
+                    raise disk_error(exc, out_dir) from exc
+                status = outcome.summary.status
+                progress.sample_done(sample.sample_id, status, outcome.warnings)
+                result.ran += 1
+                if status != "ok":
+                    result.failed.append(f"{sample.sample_id}: {status} ({outcome.summary.reason})")
+                result.warnings.extend(f"{sample.sample_id}: {w}" for w in outcome.warnings)
         return result
 
 
