@@ -190,3 +190,13 @@ def test_builds_compared_case_by_case_through_the_seam() -> None:
     assert cmp.engines == ("suricata", "suricata@8.0.6")
     assert cmp.deltas["sensor_cpu_pct"].direction == "lower" and cmp.deltas["sensor_cpu_pct"].diff == -10.0
     assert cmp.deltas["alerts"].direction == "same"
+
+
+def test_a_negative_match_figure_is_no_count_in_the_series_file_or_the_rows(tmp_path: Path) -> None:
+    """Suricata 8 adds -1 per "cannot match" check of a transaction rule: such a figure is not a count."""
+    tx_rule = {**PERF["rules"][1], "signature_id": 2003, "matches": -6}
+    (tmp_path / "rule_perf.log").write_text(json.dumps({**PERF, "rules": [*PERF["rules"], tx_rule]}) + "\n")
+    out = collect(tmp_path)
+    assert out is not None
+    assert {r.sid: r.matches for r in read_profile(out)} == {2001: 1, 2002: 0, 2003: None}
+    assert "2003,1,5,,100" in out.read_text()  # stored empty, not as -6

@@ -49,7 +49,7 @@ class RuleRow:
     category: str
     hints: tuple[str, ...]
     checks: float
-    matches: float
+    matches: float | None  # None: a sample's profiler gave no count (store.rule_profile.RuleCost)
     ticks_total: float
     ticks_avg: float
     ticks_max: float | None  # None: the profiler reports no maximum (Snort 3)
@@ -181,13 +181,17 @@ def case_rules(campaign: Campaign, case_id: str, info: dict[int, RuleInfo] | Non
     per_rule: dict[tuple[int, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     maxima: dict[tuple[int, int], list[float | None]] = defaultdict(list)
     totals: dict[tuple[int, int], dict[int, float]] = defaultdict(dict)
+    uncounted: set[tuple[int, int]] = set()
     for i, (_, costs) in enumerate(profiled):
         total = sum(c.ticks_total for c in costs) or 1
         for c in costs:
             key = (c.gid, c.sid)
             row = per_rule[key]
             row["checks"].append(c.checks)
-            row["matches"].append(c.matches)
+            if c.matches is None:
+                uncounted.add(key)
+            else:
+                row["matches"].append(c.matches)
             row["ticks_total"].append(c.ticks_total)
             row["ticks_avg"].append(c.ticks_avg)
             row["share"].append(c.ticks_total / total)
@@ -201,7 +205,8 @@ def case_rules(campaign: Campaign, case_id: str, info: dict[int, RuleInfo] | Non
         rows.append(RuleRow(
             case=case_id, engine=engine, gid=gid, sid=sid, msg=known.msg if known else "",
             file=known.file if known else "", category=known.category if known else "",
-            hints=known.hints if known else (), checks=_med(values["checks"], n), matches=_med(values["matches"], n),
+            hints=known.hints if known else (), checks=_med(values["checks"], n),
+            matches=None if (gid, sid) in uncounted else _med(values["matches"], n),
             ticks_total=_med(values["ticks_total"], n), ticks_avg=_med(values["ticks_avg"], n),
             ticks_max=_med(measured, n) if measured else None,
             share=_med(values["share"], n), samples=len(values["checks"]), unit=unit,

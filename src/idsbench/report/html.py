@@ -278,7 +278,7 @@ def _rule_cost_views(campaign: Campaign, top: int = 20) -> list[dict[str, Any]]:
                       "rule_time": _rule_time_text(t), "rules": [
             {"sid": r.sid if r.gid == 1 else f"{r.gid}:{r.sid}", "msg": r.msg, "file": r.file,
              "category": r.category, "hints": ", ".join(r.hints),
-             "checks": f"{r.checks:,.0f}", "matches": f"{r.matches:,.0f}", "ticks_total": f"{r.ticks_total:,.0f}",
+             "checks": f"{r.checks:,.0f}", "matches": _count(r.matches), "ticks_total": f"{r.ticks_total:,.0f}",
              "ticks_avg": f"{r.ticks_avg:,.2f}" if unit == "us" else f"{r.ticks_avg:,.0f}",
              "ticks_max": "–" if r.ticks_max is None else f"{r.ticks_max:,.0f}", "share": f"{r.share:.1%}",
              "time_share": share(r.time_share)}
@@ -313,3 +313,7 @@ def _build_views(rows: list[CaseResult]) -> list[dict[str, Any]]:
                       "case": c.contender.case, "cells": cells})
     return views
 
+
+
+def _count(value: float | None) -> str:
+    return "–" if value is None else f"{value:,.0f}"

@@ -18,7 +18,7 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from idsbench.store.rule_profile import RULE_PROFILE_FILE, RuleCost, write_profile
+from idsbench.store.rule_profile import RULE_PROFILE_FILE, RuleCost, match_count, write_profile
 
 SURICATA_RULE_PERF = "rule_perf.log"
 SNORT_CONSOLE = "stdout.txt"  # sensors/snort CONSOLE_FILE: Snort prints its rule profile there
@@ -48,7 +48,7 @@ def parse_suricata_rule_perf(text: str) -> list[RuleCost]:
         raise ValueError("no rule profile (a JSON line with 'rules') in the file")
     chosen = next((b for b in blocks if b.get("sort") == "ticks"), blocks[0])
     return [RuleCost(gid=int(r.get("gid", 1)), sid=int(r["signature_id"]), rev=int(r.get("rev", 0)),
-                     checks=int(r.get("checks", 0)), matches=int(r.get("matches", 0)),
+                     checks=int(r.get("checks", 0)), matches=match_count(r.get("matches", 0)),
                      ticks_total=int(r.get("ticks_total", 0)), ticks_avg=float(r.get("ticks_avg", 0)),
                      ticks_max=int(r.get("ticks_max", 0)), unit="ticks")
             for r in chosen["rules"]]

@@ -28,7 +28,9 @@ class RuleCost:
     sid: int
     rev: int
     checks: int
-    matches: int
+    # None: the profiler's figure is no count. Suricata 8 adds the -1 of a transaction rule's "cannot match"
+    # check to it (detect.c DetectRunTx -> SCProfilingRuleUpdateCounter), so such rules can go negative.
+    matches: int | None
     ticks_total: int
     ticks_avg: float
     ticks_max: int | None  # None: the profiler reports no maximum (Snort 3)
@@ -55,11 +57,20 @@ def _unit(value: str | None, path: Path) -> Unit:
     raise ValueError(f"{path}: unknown unit {value!r} (expected one of {', '.join(UNITS)})")
 
 
+def match_count(value: object) -> int | None:
+    """A profiler's `matches`, or None where it is no count: Suricata 8 adds -1 for a transaction rule's
+    "cannot match" check (detect.c DetectRunTx), so its figure is matches minus such checks, maybe negative."""
+    if value is None or value == "":
+        return None
+    count = int(str(value))
+    return count if count >= 0 else None
+
+
 def read_profile(path: Path) -> list[RuleCost]:
     """The rows of a rule_profile.csv; ValueError naming the file when a value is not what it should be."""
     with path.open(newline="") as f:
         return [RuleCost(gid=int(r["gid"]), sid=int(r["sid"]), rev=int(r["rev"]), checks=int(r["checks"]),
-                         matches=int(r["matches"]), ticks_total=int(r["ticks_total"]),
+                         matches=match_count(r["matches"]), ticks_total=int(r["ticks_total"]),
                          ticks_avg=float(r["ticks_avg"]),
                          ticks_max=int(r["ticks_max"]) if r.get("ticks_max") not in (None, "") else None,
                          unit=_unit(r.get("unit"), path))
