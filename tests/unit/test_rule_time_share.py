@@ -125,3 +125,22 @@ def test_a_profiling_suricata_records_the_tsc_rate_once_in_its_environment(monke
 
     plain = BuiltSuricata(EngineRef("suricata", "suricata", None, None, frozenset()))
     assert "tsc_hz" not in plain.build_info() and len(calls) == 1  # only a profiling run needs the rate
+
+
+def test_the_profilers_own_clock_is_estimated_and_named_where_cpuid_traps(tmp_path: Path) -> None:
+    """10 checks × 5 ms per serialized TSC read = 0.05 s of the rules' 0.1-0.2 s (median 0.15 s): a third."""
+    root = _campaign(tmp_path, "ticks", SURICATA, tsc=2e9)
+    (root / "probe.json").write_text(json.dumps({"tsc": {"hz": 2e9, "rounds": 3}, "timers": {"cpuid_rdtsc_ns": 5e6}}))
+    campaign = load_campaign(root)
+    t = case_rule_time(campaign, campaign.cases[0].case_id)
+    assert t is not None and t.timer_s == pytest.approx(0.05) and t.timer_share == pytest.approx(1 / 3)
+    assert "about 33% of the rule time is the profiler's own clock (5,000.0 µs per rule check" in (t.timer_warning() or "")
+    table = subprocess.run([str(Path(sys.executable).parent / "idsbench"), "results", str(root), "--rules"],
+                           capture_output=True, text=True, check=True).stdout
+    assert "profiler's own clock" in table
+    # a host whose TSC read is cheap (no trap): nothing to say; Snort's microseconds: not estimated
+    (root / "probe.json").write_text(json.dumps({"tsc": {"hz": 2e9, "rounds": 3}, "timers": {"cpuid_rdtsc_ns": 40.0}}))
+    t = case_rule_time(load_campaign(root), campaign.cases[0].case_id)
+    assert t is not None and t.timer_share is not None and t.timer_share < 0.001 and t.timer_warning() is None
+    snort = case_rule_time(load_campaign(_campaign(tmp_path, "us", SNORT, tsc=None)), campaign.cases[0].case_id)
+    assert snort is not None and snort.timer_s is None and snort.timer_warning() is None

@@ -81,6 +81,9 @@ class GroupCost:
     time_share: float | None = None
 
 
+TIMER_WARN_SHARE = 0.1  # warn when the profiler's clock is a tenth of the rule time or more
+
+
 @dataclass(frozen=True)
 class RuleTime:
     """All rules of a case together against the sensor's CPU time (medians over the profiled ok samples)."""
@@ -94,6 +97,27 @@ class RuleTime:
     samples: int
     tsc_hz: float | None = None   # the rate ticks were converted with
     why_none: str | None = None   # why time_share is None
+    # The profiler's own clock inside the rule time: checks × one serialized TSC read (probe timers
+    # cpuid_rdtsc_ns; Suricata brackets each check with two, and each interval holds about one). Large where
+    # cpuid traps (a VM): then the rule times mostly count the profiler, not the rules. None: not known.
+    timer_s: float | None = None
+    timer_ns_per_check: float | None = None
+
+    @property
+    def timer_share(self) -> float | None:
+        """The part of the rule time that is the profiler's own clock (estimate)."""
+        if self.timer_s is None or not self.rule_time_s:
+            return None
+        return min(1.0, self.timer_s / self.rule_time_s)
+
+    def timer_warning(self) -> str | None:
+        """A sentence when the profiler's clock is a tenth of the rule time or more, else None."""
+        share = self.timer_share
+        if share is None or self.timer_ns_per_check is None or share < TIMER_WARN_SHARE:
+            return None
+        return (f"about {share:.0%} of the rule time is the profiler's own clock ({self.timer_ns_per_check / 1e3:,.1f} µs "
+                "per rule check on this host, where cpuid traps), so the rule times rank rules by their checks "
+                "more than by their cost; a ruleset axis on a plain build measures what the rules cost")
 
 
 def profiled_samples(campaign: Campaign, case_id: str) -> list[tuple[SampleRecord, list[RuleCost]]]:
@@ -237,10 +261,20 @@ def case_rule_time(campaign: Campaign, case_id: str) -> RuleTime | None:
         why = "no TSC rate recorded for this campaign (its ticks cannot become seconds)"
     elif not cpus:
         why = "no sample recorded the sensor's CPU time (summary.cost)"
+    timer_ns = serialized_tick_ns(campaign) if unit == "ticks" else None
+    checks = float(median(sum(c.checks for c in costs) for _, costs in profiled))
     return RuleTime(case=case_id, engine=engine, unit=unit,
                     rule_time_s=float(median(totals.values())) * spu if spu is not None else None,
                     sensor_cpu_s=float(median(cpus)) if cpus else None, time_share=_time_share(totals, factors),
-                    samples=len(profiled), tsc_hz=rate, why_none=why)
+                    samples=len(profiled), tsc_hz=rate, why_none=why,
+                    timer_s=checks * timer_ns * 1e-9 if timer_ns is not None else None, timer_ns_per_check=timer_ns)
+
+
+def serialized_tick_ns(campaign: Campaign) -> float | None:
+    """What one cpuid;rdtsc;cpuid read (Suricata's profiling clock) cost on the campaign's host: its probe's
+    timers.cpuid_rdtsc_ns; None when the probe did not measure it."""
+    timers = (read_probe_doc(campaign.root) or {}).get("timers")
+    return _number(timers.get("cpuid_rdtsc_ns")) if isinstance(timers, dict) else None
 
 
 def group_costs(campaign: Campaign, case_id: str, kind: str,

@@ -139,5 +139,7 @@ def _rule_time_line(t: RuleTime | None) -> str:
     if t.time_share is None or t.rule_time_s is None or t.sensor_cpu_s is None:
         return f"{t.engine}, time in {t.unit}; share of the sensor's CPU time unknown: {t.why_none}"
     rate = f", TSC {t.tsc_hz / 1e9:.4f} GHz" if t.tsc_hz else ""
-    return (f"{t.engine}: the rules took {t.rule_time_s * 1e3:,.2f} ms of the sensor's {t.sensor_cpu_s:,.3f} s "
+    line = (f"{t.engine}: the rules took {t.rule_time_s * 1e3:,.2f} ms of the sensor's {t.sensor_cpu_s:,.3f} s "
             f"CPU time ({t.time_share:.2%}{rate}; medians over {t.samples} samples)")
+    warning = t.timer_warning()
+    return f"{line}; {warning}" if warning else line

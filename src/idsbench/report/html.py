@@ -294,7 +294,8 @@ def _rule_time_text(t: RuleTime | None) -> str:
         return f"Share of the sensor's CPU time unknown: {t.why_none if t is not None else 'no profile'}."
     rate = f" (ticks at the measured TSC rate of {t.tsc_hz / 1e9:.4f} GHz)" if t.tsc_hz else ""
     return (f"All rules together took {t.rule_time_s * 1e3:,.2f} ms{rate} of the sensor's {t.sensor_cpu_s:,.3f} s "
-            f"of CPU time: {t.time_share:.2%} (medians over {t.samples} ok samples).")
+            f"of CPU time: {t.time_share:.2%} (medians over {t.samples} ok samples)."
+            + (f" Note: {t.timer_warning()}." if t.timer_warning() else ""))
 
 
 def _build_views(rows: list[CaseResult]) -> list[dict[str, Any]]:
