@@ -200,3 +200,30 @@ def test_a_negative_match_figure_is_no_count_in_the_series_file_or_the_rows(tmp_
     assert out is not None
     assert {r.sid: r.matches for r in read_profile(out)} == {2001: 1, 2002: 0, 2003: None}
     assert "2003,1,5,,100" in out.read_text()  # stored empty, not as -6
+
+
+def test_rulesets_compared_along_their_axis_with_the_effect_and_its_ci() -> None:
+    from idsbench.analysis.builds import compare_along
+    from idsbench.report.html import _axis_views
+    from idsbench.store.schema import CaseParams, CaseResult
+
+    def row(rules: str, us: float, engine: str = "suricata") -> CaseResult:
+        values = tuple(us * f for f in (0.97, 0.99, 1.0, 1.01, 1.03, 1.02))
+        return CaseResult(case=f"{engine}-{rules}", params=CaseParams(trace="t", replayers=1, rate="1000pps",
+                                                                      engine=engine, rules=rules),
+                          samples=6, medians={"sensor_us_per_pkt": us}, cis={"sensor_us_per_pkt": (us * 0.97, us * 1.03)},
+                          values={"sensor_us_per_pkt": values})
+
+    rows = [row("et", 100.0), row("et-minus-x", 60.0), row("et", 200.0, "suricata@8.0.6")]
+    (cmp,) = compare_along(rows, "rules", ["sensor_us_per_pkt"])  # the 8.0.6 case has no partner ruleset
+    assert cmp.values == ("et", "et-minus-x")
+    delta = cmp.deltas["sensor_us_per_pkt"]
+    assert delta.verdict == "lower" and delta.effect_pct == pytest.approx(-40.0)
+    assert delta.effect_ci is not None and delta.effect_ci[0] < -40.0 < delta.effect_ci[1] < -30.0
+    (engines,) = compare_along(rows, "engine", ["sensor_us_per_pkt"])
+    assert engines.values == ("suricata", "suricata@8.0.6")
+    sections = {s["axis"]: s for s in _axis_views(rows)}
+    assert sections["rules"]["title"] == "Rulesets compared" and sections["engine"]["title"] == "Builds compared"
+    (shown,) = sections["rules"]["rows"]
+    text = next(c["value"] for c in shown["cells"] if c["metric"] == "sensor_us_per_pkt")
+    assert text.startswith("100 → 60 (lower, -40.0% [") and (shown["base"], shown["contender"]) == ("et", "et-minus-x")

@@ -1,5 +1,6 @@
-"""Engines/builds of one campaign compared case by case (`suricata` vs `suricata@8.0.6`): the same case
-parameters but the engine, each metric's median difference with its effect size, CI and verdict.
+"""Cases of one campaign compared along one axis: engines/builds (`suricata` vs `suricata@8.0.6`) or
+rulesets (`et-open` vs `et-open-minus-x`): the same case parameters but that one, each metric's median
+difference with its effect size, CI and verdict.
 
 The per-metric rule is the comparison code's (`analysis.compare.metric_delta`), called through `_delta`
 only: a rewrite of compare.py (effect sizes, a metric registry) replaces that one seam.
@@ -22,32 +23,46 @@ def _delta(base: CaseResult, contender: CaseResult, metric: str) -> compare.Metr
     return compare.metric_delta(base, contender, metric)
 
 
+COMPARED_AXES = ("engine", "rules")  # the case parameters the report compares along
+
+
 @dataclass(frozen=True)
-class BuildComparison:
+class AxisComparison:
+    axis: str  # the case parameter that differs: "engine" or "rules"
     base: CaseResult
     contender: CaseResult
     deltas: dict[str, compare.MetricDelta]
+
+    @property
+    def values(self) -> tuple[str, str]:
+        return str(getattr(self.base.params, self.axis)), str(getattr(self.contender.params, self.axis))
 
     @property
     def engines(self) -> tuple[str, str]:
         return self.base.params.engine, self.contender.params.engine
 
 
-def _others(r: CaseResult) -> tuple[object, ...]:
+def _others(r: CaseResult, axis: str) -> tuple[object, ...]:
     p = r.params.model_dump()
-    p.pop("engine")
+    p.pop(axis)
     return tuple(sorted(p.items()))
 
 
-def compare_builds(rows: Sequence[CaseResult], metrics: Sequence[str] = BUILD_METRICS) -> list[BuildComparison]:
-    """Each case of the first engine (in the spec's order) against the same case of every other engine."""
+def compare_along(rows: Sequence[CaseResult], axis: str,
+                  metrics: Sequence[str] = BUILD_METRICS) -> list[AxisComparison]:
+    """Each case of the axis' first value (in the spec's order) against the same case with every other value."""
     groups: dict[tuple[object, ...], list[CaseResult]] = defaultdict(list)
     for r in rows:
-        groups[_others(r)].append(r)
+        groups[_others(r, axis)].append(r)
     out = []
     for members in groups.values():
         if len(members) < 2:
             continue
         base, *contenders = members
-        out += [BuildComparison(base, c, {m: _delta(base, c, m) for m in metrics}) for c in contenders]
+        out += [AxisComparison(axis, base, c, {m: _delta(base, c, m) for m in metrics}) for c in contenders]
     return out
+
+
+def compare_builds(rows: Sequence[CaseResult], metrics: Sequence[str] = BUILD_METRICS) -> list[AxisComparison]:
+    """Each case of the first engine against the same case of every other engine."""
+    return compare_along(rows, "engine", metrics)

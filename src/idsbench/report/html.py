@@ -11,6 +11,7 @@ import jinja2
 
 from idsbench import __version__
 from idsbench.analysis import case_table, overhead
+from idsbench.analysis.compare import MetricDelta
 from idsbench.analysis.overhead import Overhead
 from idsbench.analysis.profile import case_profile
 from idsbench.analysis.rules import RuleTime
@@ -73,7 +74,7 @@ def write_report(campaign_dir: Path | str, *, baseline: str = "baremetal",
         waterfall_titles=[t for t, _ in WATERFALL_COLUMNS],
         waterfall=[_waterfall_view(campaign, r) for r in rows if r.samples],
         profiles=profiles, profile_event=RECORD_EVENT, ab=ab_section(campaign, rows),
-        rule_costs=_rule_cost_views(campaign), builds=_build_views(rows),
+        rule_costs=_rule_cost_views(campaign), compared=_axis_views(rows),
     )
     out = root / REPORT_FILE
     out.write_text(html)
@@ -298,22 +299,40 @@ def _rule_time_text(t: RuleTime | None) -> str:
             + (f" Note: {t.timer_warning()}." if t.timer_warning() else ""))
 
 
-def _build_views(rows: list[CaseResult]) -> list[dict[str, Any]]:
-    """Engines/builds of the campaign compared case by case (analysis/builds.py)."""
-    from idsbench.analysis.builds import compare_builds
+AXIS_TITLES = {"engine": "Builds compared", "rules": "Rulesets compared"}
 
-    views = []
-    for c in compare_builds(rows):
-        cells = []
-        for metric, d in c.deltas.items():
-            shown = "n/a" if d.diff is None else f"{d.base:,.4g} → {d.contender:,.4g} ({d.direction}" + (
-                f", {d.pct:+.1f}%)" if d.pct is not None else ")")
-            cells.append({"metric": metric, "value": shown})
-        views.append({"base": c.engines[0], "base_version": c.base.extra.get("engine_version") or "",
-                      "contender": c.engines[1], "contender_version": c.contender.extra.get("engine_version") or "",
-                      "case": c.contender.case, "cells": cells})
-    return views
 
+def _axis_views(rows: list[CaseResult]) -> list[dict[str, Any]]:
+    """Per compared axis (engines/builds, rulesets), its cases compared value by value (analysis/builds.py)."""
+    from idsbench.analysis.builds import COMPARED_AXES, compare_along
+
+    sections = []
+    for axis in COMPARED_AXES:
+        views = []
+        for c in compare_along(rows, axis):
+            base, contender = c.values
+            if axis == "engine":
+                base += f" ({c.base.extra.get('engine_version') or '?'})"
+                contender += f" ({c.contender.extra.get('engine_version') or '?'})"
+            views.append({"base": base, "contender": contender, "case": c.contender.case,
+                          "cells": [{"metric": m, "value": _delta_text(d)} for m, d in c.deltas.items()]})
+        if views:
+            sections.append({"axis": axis, "id": f"compared-{axis}", "title": AXIS_TITLES[axis], "rows": views})
+    return sections
+
+
+def _delta_text(d: MetricDelta) -> str:
+    """`base → contender (verdict, effect +x% [lo, hi])`: the medians and the effect size with its CI."""
+    if d.diff is None or d.base is None or d.contender is None:
+        return "n/a"
+    effect = ""
+    if d.effect_pct is not None:
+        effect = f", {d.effect_pct:+.1f}%"
+        if d.effect_ci is not None:
+            effect += f" [{d.effect_ci[0]:+.1f}, {d.effect_ci[1]:+.1f}]"
+    elif d.pct is not None:
+        effect = f", {d.pct:+.1f}%"
+    return f"{d.base:,.4g} → {d.contender:,.4g} ({d.verdict}{effect})"
 
 
 def _count(value: float | None) -> str:
