@@ -227,3 +227,16 @@ def test_rulesets_compared_along_their_axis_with_the_effect_and_its_ci() -> None
     (shown,) = sections["rules"]["rows"]
     text = next(c["value"] for c in shown["cells"] if c["metric"] == "sensor_us_per_pkt")
     assert text.startswith("100 → 60 (lower, -40.0% [") and (shown["base"], shown["contender"]) == ("et", "et-minus-x")
+
+
+def test_a_ruleset_without_one_category_keeps_every_other_line(tmp_path: Path) -> None:
+    from idsbench.sensors.ruleprofile import write_without_category
+
+    src = tmp_path / "et.rules"
+    src.write_text('alert tcp any any -> any any (msg:"GPL NETBIOS x"; content:"a"; sid:2100001; rev:1;)\n'
+                   '# alert tcp any any -> any any (msg:"GPL NETBIOS off"; sid:2100002; rev:1;)\n'
+                   'alert tcp any any -> any any (msg:"ET POLICY y"; content:"b"; sid:2000003; rev:2;)\n'
+                   'alert tcp any any -> any any (msg:"GPL NETBIOS z"; sid: 2100004 ; rev:1;)\n')
+    out = tmp_path / "minus.rules"
+    assert write_without_category(src, "gpl-netbios", out) == 2
+    assert out.read_text().splitlines() == src.read_text().splitlines()[1:3]

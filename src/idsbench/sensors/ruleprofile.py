@@ -196,6 +196,16 @@ def loaded_rules(files: Iterable[Path]) -> set[tuple[int, int, int]]:
     return out
 
 
+def write_without_category(source: Path, category: str, out: Path) -> int:
+    """`source` without the rules of one category as `catalog` names them (e.g. "gpl-netbios"): the
+    "without" side of a ruleset axis that measures what the category costs. Returns how many rules went."""
+    gone = {sid for sid, info in catalog([source]).items() if info.category == category}
+    kept = [line for line in source.read_text(errors="replace").splitlines()
+            if not ((m := _SID.search(line)) and int(m.group(1)) in gone)]
+    out.write_text("\n".join(kept) + "\n")
+    return len(gone)
+
+
 def profile_of(sample_dir: Path) -> tuple[str, list[RuleCost]] | None:
     """(the file it came from, the rules) of the profile a run left in `sample_dir`; None when it left
     none. ValueError (naming the file) when the engine's output is there but does not read as a profile."""
