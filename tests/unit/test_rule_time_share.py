@@ -135,6 +135,11 @@ def test_the_profilers_own_clock_is_estimated_and_named_where_cpuid_traps(tmp_pa
     t = case_rule_time(campaign, campaign.cases[0].case_id)
     assert t is not None and t.timer_s == pytest.approx(0.05) and t.timer_share == pytest.approx(1 / 3)
     assert "about 33% of the rule time is the profiler's own clock (5,000.0 µs per rule check" in (t.timer_warning() or "")
+    # removing the rules saves their time and the clock reads no interval counted: 10 × 5 ms / 0.5 s and
+    # / 0.8 s -> 0.1 and 0.0625, median 0.08125, beside the rules' own 0.225
+    (group,) = group_costs(campaign, campaign.cases[0].case_id, "file")
+    assert group.checks == 10 and group.untimed_clock_share == pytest.approx(0.08125)
+    assert group.removal_saving == pytest.approx(0.225 + 0.08125)
     table = subprocess.run([str(Path(sys.executable).parent / "idsbench"), "results", str(root), "--rules"],
                            capture_output=True, text=True, check=True).stdout
     assert "profiler's own clock" in table

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from idsbench.errors import InputError, SpecError
@@ -93,3 +95,10 @@ def test_capture_engine_method_key_as_the_issue_names_it():
     assert spec_from_dict({**base, "sensor": {"engine": ["capture"]}}).sensor.capture_method == "afpacket"
     with pytest.raises(SpecError, match="sensor.method"):
         spec_from_dict({**base, "sensor": {"engine": ["capture"], "method": "pfring"}})
+
+
+@pytest.mark.parametrize("example", sorted((Path(__file__).parents[2] / "examples").glob("*.toml")),
+                         ids=lambda p: p.name)
+def test_every_example_spec_loads(example):
+    spec = load_spec(example)
+    assert spec.name and spec.samples >= 1

@@ -79,6 +79,19 @@ class GroupCost:
     share: float
     unit: str = "ticks"
     time_share: float | None = None
+    checks: float = 0.0
+    # The profiler's clock outside the timed intervals: Suricata reads it (cpuid;rdtsc;cpuid) before and
+    # after each check; about one read falls inside the rule's ticks, the other outside, uncounted. As a
+    # share of the sensor's CPU time (checks × the probe's cpuid_rdtsc_ns / CPU); None: not known.
+    untimed_clock_share: float | None = None
+
+    @property
+    def removal_saving(self) -> float | None:
+        """The share of the sensor's CPU that removing the group should save on the profiling build itself:
+        its rules' time plus the clock reads no interval counted (a ruleset axis measures the same)."""
+        if self.time_share is None:
+            return None
+        return self.time_share + (self.untimed_clock_share or 0.0)
 
 
 TIMER_WARN_SHARE = 0.1  # warn when the profiler's clock is a tenth of the rule time or more
@@ -291,22 +304,32 @@ def group_costs(campaign: Campaign, case_id: str, kind: str,
     shares: dict[str, list[float]] = defaultdict(list)
     per_sample: dict[str, dict[int, float]] = defaultdict(dict)
     members: dict[str, set[tuple[int, int]]] = defaultdict(set)
-    for i, (_, costs) in enumerate(profiled):
+    checks: dict[str, list[float]] = defaultdict(list)
+    untimed: dict[str, list[float]] = defaultdict(list)
+    read_ns = serialized_tick_ns(campaign) if unit == "ticks" else None
+    for i, (sample, costs) in enumerate(profiled):
         total = sum(c.ticks_total for c in costs) or 1
         sums: dict[str, float] = defaultdict(float)
+        counts: dict[str, float] = defaultdict(float)
         for c in costs:
             known = info.get(c.sid) if c.gid == 1 else None
             name = (known.file if kind == "file" else known.category) if known else \
                 ("(unknown sid)" if c.gid == 1 else f"(gid {c.gid}: built-in)")
             sums[name] += c.ticks_total
+            counts[name] += c.checks
             members[name].add((c.gid, c.sid))
+        cpu = sensor_cpu_s(sample)
         for name, value in sums.items():
             ticks[name].append(value)
             shares[name].append(value / total)
             per_sample[name][i] = value
+            checks[name].append(counts[name])
+            if read_ns is not None and cpu is not None:
+                untimed[name].append(counts[name] * read_ns * 1e-9 / cpu)
     n = len(profiled)
     out = [GroupCost(case_id, kind, name, len(members[name]), _med(ticks[name], n), _med(shares[name], n),
-                     unit=unit, time_share=_time_share(per_sample[name], factors))
+                     unit=unit, time_share=_time_share(per_sample[name], factors), checks=_med(checks[name], n),
+                     untimed_clock_share=_med(untimed[name], n) if untimed[name] else None)
            for name in ticks]
     return sorted(out, key=lambda g: (-g.ticks_total, g.name))
 

@@ -285,7 +285,8 @@ def _rule_cost_views(campaign: Campaign, top: int = 20) -> list[dict[str, Any]]:
              "time_share": share(r.time_share)}
             for r in rules[:top]],
             "groups": [{"kind": g.kind, "name": g.name, "rules": g.rules, "ticks_total": f"{g.ticks_total:,.0f}",
-                        "share": f"{g.share:.1%}", "time_share": share(g.time_share)} for g in groups[:40]]})
+                        "share": f"{g.share:.1%}", "time_share": share(g.time_share), "checks": f"{g.checks:,.0f}",
+                        "removal_saving": share(g.removal_saving)} for g in groups[:40]]})
     return views
 
 
