@@ -175,7 +175,7 @@ def test_ruleset_axis_names_sets_and_keeps_flat_ids() -> None:
 
 
 def test_builds_compared_case_by_case_through_the_seam() -> None:
-    from idsbench.analysis.builds import compare_builds
+    from idsbench.analysis.builds import compare_along
     from idsbench.store.schema import CaseParams, CaseResult
 
     def row(engine: str, cpu: float, rate: str = "1000pps") -> CaseResult:
@@ -186,7 +186,7 @@ def test_builds_compared_case_by_case_through_the_seam() -> None:
                                   "alerts": (4.0,) * 5})
 
     rows = [row("suricata", 30.0), row("suricata@8.0.6", 20.0), row("suricata", 50.0, "2000pps")]
-    (cmp,) = compare_builds(rows)
+    (cmp,) = compare_along(rows, "engine")
     assert cmp.engines == ("suricata", "suricata@8.0.6")
     assert cmp.deltas["sensor_cpu_pct"].direction == "lower" and cmp.deltas["sensor_cpu_pct"].diff == -10.0
     assert cmp.deltas["alerts"].direction == "same"
@@ -226,7 +226,8 @@ def test_rulesets_compared_along_their_axis_with_the_effect_and_its_ci() -> None
     assert sections["rules"]["title"] == "Rulesets compared" and sections["engine"]["title"] == "Builds compared"
     (shown,) = sections["rules"]["rows"]
     text = next(c["value"] for c in shown["cells"] if c["metric"] == "sensor_us_per_pkt")
-    assert text.startswith("100 → 60 (lower, -40.0% [") and (shown["base"], shown["contender"]) == ("et", "et-minus-x")
+    assert text.startswith("100 → 60 (▼ lower -40.0% [") and text.endswith("] (better))"), text
+    assert (shown["base"], shown["contender"]) == ("et", "et-minus-x")
 
 
 def test_a_ruleset_without_one_category_keeps_every_other_line(tmp_path: Path) -> None:

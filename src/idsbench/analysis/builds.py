@@ -61,8 +61,3 @@ def compare_along(rows: Sequence[CaseResult], axis: str,
         base, *contenders = members
         out += [AxisComparison(axis, base, c, {m: _delta(base, c, m) for m in metrics}) for c in contenders]
     return out
-
-
-def compare_builds(rows: Sequence[CaseResult], metrics: Sequence[str] = BUILD_METRICS) -> list[AxisComparison]:
-    """Each case of the first engine against the same case of every other engine."""
-    return compare_along(rows, "engine", metrics)

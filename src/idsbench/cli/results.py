@@ -15,6 +15,7 @@ from idsbench.analysis import case_table
 from idsbench.analysis.cases import DEFAULT_CV_THRESHOLD
 from idsbench.errors import SpecError
 from idsbench.report import tables
+from idsbench.report.fmt import count_text
 from idsbench.store.index_paths import DEFAULT_ROOT
 from idsbench.store.reader import Campaign, load_campaign
 from idsbench.store.schema import CaseResult
@@ -117,15 +118,11 @@ def _render_rules(fmt: str, campaign: Campaign) -> str:
     for case, group in groupby(rows, key=lambda r: r["case"]):
         lines.append(f"case {case}: {_rule_time_line(case_rule_time(campaign, str(case)))}")
         lines += [f"{r['sid']:>9} {r['ticks_total']:>14,.0f} {r['unit']:<5} {float(str(r['share'])):>6.1%} "
-                  f"{_pct(r['time_share']):>8} {r['checks']:>9.0f} {_count(r['matches']):>7}  {str(r['msg'])[:70]}"
+                  f"{_pct(r['time_share']):>8} {r['checks']:>9.0f} {count_text(r['matches']):>7}  {str(r['msg'])[:70]}"
                   for r in group]
     lines.append("share: of all rule time; of CPU: of the sensor's CPU time in the sample (medians over ok samples); "
                  "matches –: the profiler gave no count (Suricata 8 subtracts a transaction rule's \"cannot match\" checks)")
     return "\n".join(lines) + "\n"
-
-
-def _count(value: object) -> str:
-    return "–" if not isinstance(value, (int, float)) else f"{value:.0f}"
 
 
 def _pct(value: object) -> str:

@@ -56,3 +56,8 @@ COLUMNS: tuple[tuple[str, str, float, int], ...] = columns(
 
 def load_label(row: CaseResult) -> str:
     return f"{row.params.replayers}X"
+
+
+def count_text(value: object) -> str:
+    """A count as the tables print it; '–' where there is none (e.g. a profiler's match figure that is no count)."""
+    return f"{value:,.0f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "–"

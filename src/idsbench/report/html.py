@@ -17,6 +17,7 @@ from idsbench.analysis.profile import case_profile
 from idsbench.analysis.rules import RuleTime
 from idsbench.analysis.search import HOST_MOVED, repeat_fields, sensor_cost
 from idsbench.errors import InputError
+from idsbench.metrics import metric
 from idsbench.plan import trace_label
 from idsbench.probe.diff import load as load_probe
 from idsbench.probe.render import facts
@@ -24,9 +25,10 @@ from idsbench.probe.warnings import warnings as probe_warnings
 from idsbench.profile.perf import RECORD_EVENT
 from idsbench.report import tables
 from idsbench.report.ab import ab_section
+from idsbench.report.compare_out import verdict_text
 from idsbench.report.engines import engine_section
 from idsbench.report.figures import build_figures
-from idsbench.report.fmt import COLUMNS, MIB, load_label, median_and_ci, number, value_and_ci
+from idsbench.report.fmt import COLUMNS, MIB, count_text, load_label, median_and_ci, number, value_and_ci
 from idsbench.report.style import setup_colors, variant
 from idsbench.store.layout import CAMPAIGN_FILE, COUNTERS_FILE, EVE_FILE, MONITOR_FILE, PROBE_FILE, REPORT_FILE, SUMMARY_FILE
 from idsbench.store.reader import Campaign, load_campaign
@@ -279,7 +281,7 @@ def _rule_cost_views(campaign: Campaign, top: int = 20) -> list[dict[str, Any]]:
                       "rule_time": _rule_time_text(t), "rules": [
             {"sid": r.sid if r.gid == 1 else f"{r.gid}:{r.sid}", "msg": r.msg, "file": r.file,
              "category": r.category, "hints": ", ".join(r.hints),
-             "checks": f"{r.checks:,.0f}", "matches": _count(r.matches), "ticks_total": f"{r.ticks_total:,.0f}",
+             "checks": f"{r.checks:,.0f}", "matches": count_text(r.matches), "ticks_total": f"{r.ticks_total:,.0f}",
              "ticks_avg": f"{r.ticks_avg:,.2f}" if unit == "us" else f"{r.ticks_avg:,.0f}",
              "ticks_max": "–" if r.ticks_max is None else f"{r.ticks_max:,.0f}", "share": f"{r.share:.1%}",
              "time_share": share(r.time_share)}
@@ -295,9 +297,10 @@ def _rule_time_text(t: RuleTime | None) -> str:
     if t is None or t.time_share is None or t.rule_time_s is None or t.sensor_cpu_s is None:
         return f"Share of the sensor's CPU time unknown: {t.why_none if t is not None else 'no profile'}."
     rate = f" (ticks at the measured TSC rate of {t.tsc_hz / 1e9:.4f} GHz)" if t.tsc_hz else ""
+    warning = t.timer_warning()
     return (f"All rules together took {t.rule_time_s * 1e3:,.2f} ms{rate} of the sensor's {t.sensor_cpu_s:,.3f} s "
             f"of CPU time: {t.time_share:.2%} (medians over {t.samples} ok samples)."
-            + (f" Note: {t.timer_warning()}." if t.timer_warning() else ""))
+            + (f" Note: {warning}." if warning else ""))
 
 
 AXIS_TITLES = {"engine": "Builds compared", "rules": "Rulesets compared"}
@@ -316,25 +319,13 @@ def _axis_views(rows: list[CaseResult]) -> list[dict[str, Any]]:
                 base += f" ({c.base.extra.get('engine_version') or '?'})"
                 contender += f" ({c.contender.extra.get('engine_version') or '?'})"
             views.append({"base": base, "contender": contender, "case": c.contender.case,
-                          "cells": [{"metric": m, "value": _delta_text(d)} for m, d in c.deltas.items()]})
+                          "cells": [{"metric": m, "value": _delta_text(m, d)} for m, d in c.deltas.items()]})
         if views:
             sections.append({"axis": axis, "id": f"compared-{axis}", "title": AXIS_TITLES[axis], "rows": views})
     return sections
 
 
-def _delta_text(d: MetricDelta) -> str:
-    """`base → contender (verdict, effect +x% [lo, hi])`: the medians and the effect size with its CI."""
-    if d.diff is None or d.base is None or d.contender is None:
-        return "n/a"
-    effect = ""
-    if d.effect_pct is not None:
-        effect = f", {d.effect_pct:+.1f}%"
-        if d.effect_ci is not None:
-            effect += f" [{d.effect_ci[0]:+.1f}, {d.effect_ci[1]:+.1f}]"
-    elif d.pct is not None:
-        effect = f", {d.pct:+.1f}%"
-    return f"{d.base:,.4g} → {d.contender:,.4g} ({d.verdict}{effect})"
-
-
-def _count(value: float | None) -> str:
-    return "–" if value is None else f"{value:,.0f}"
+def _delta_text(key: str, d: MetricDelta) -> str:
+    """`base → contender (verdict effect% [CI])`: the medians as the tables print them and compare's verdict."""
+    show = metric(key).show
+    return f"{show(d.base)} → {show(d.contender)} ({verdict_text(d)})"
