@@ -56,7 +56,12 @@ class EngineBuild(BaseModel):
     model_config = ConfigDict(frozen=True, extra="allow")
 
     version: str = ""
-    tsc_hz: int | float | None = None   # a profiling Suricata's TSC rate: its rule ticks in seconds
+
+    @property
+    def tsc_hz(self) -> float | None:
+        """A profiling Suricata's TSC rate (what turns its rule ticks into seconds); None when not measured."""
+        value = (self.model_extra or {}).get("tsc_hz")
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
     def record(self) -> JsonObject:
         """The build info exactly as stored (what the case key digests and a trend compares)."""
