@@ -138,6 +138,23 @@ class Traffic(_Frozen):
     def _listify(cls, v: Any) -> Any:
         return v if isinstance(v, list) else [v]
 
+    @field_validator("traces", mode="before")
+    @classmethod
+    def _entries(cls, v: Any) -> Any:
+        """A table is a trace with its own rules; its error names the entry and the form (not the union's parts)."""
+        out = []
+        for i, item in enumerate(v if isinstance(v, list) else [v]):
+            if isinstance(item, dict):
+                try:
+                    item = TraceEntry.model_validate(item)
+                except ValidationError as exc:
+                    err = exc.errors()[0]
+                    where = ".".join(str(p) for p in err["loc"]) or "it"
+                    raise ValueError(f"entry {i} is not a trace with its own rules, "
+                                     f'{{ path = "x.pcap", rules = ["x.rules"] }} ({where}: {err["msg"]})') from exc
+            out.append(item)
+        return out
+
     def trace_refs(self) -> list[str]:
         """The capture references of `traces` (each once, in order)."""
         return list(dict.fromkeys(t if isinstance(t, str) else t.path for t in self.traces))
