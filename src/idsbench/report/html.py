@@ -86,12 +86,12 @@ def write_report(campaign_dir: Path | str, *, baseline: str = "baremetal",
     return out
 
 
-def _meta(campaign: Campaign) -> dict[str, str]:
+def _meta(campaign: Campaign) -> View:
     created = campaign.doc.created_unix
     spec = campaign.doc.spec
     return {"name": campaign.name, "description": spec.description,
             "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(created)) if created else "unknown",
-            "root": str(campaign.root.resolve()), "samples": str(spec.samples),
+            "root": str(campaign.root.resolve()), "samples": spec.samples,
             "interval": f"{campaign.stats_interval_s:g}"}
 
 

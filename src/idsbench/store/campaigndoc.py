@@ -162,8 +162,9 @@ class CampaignDoc(Record):
     @model_validator(mode="before")
     @classmethod
     def _stored_spec(cls, data: Any) -> Any:
-        if isinstance(data, dict) and isinstance(data.get("spec"), dict):
-            spec, problem = stored_spec(data["spec"])
+        if isinstance(data, dict) and not isinstance(data.get("spec"), Spec):
+            raw = data.get("spec")
+            spec, problem = stored_spec(raw if isinstance(raw, dict) else {})
             return {**data, "spec": spec, "spec_problem": problem}
         return data
 
