@@ -68,7 +68,7 @@ def write_index(root: Path, campaigns: int, cases: int, seed: int = 1) -> str:
             row = {c: None for c in CAMPAIGN_COLUMNS}
             row.update({"campaign_id": cid, "name": "nightly", "path": cid, "created_unix": T0 + 86400 * i,
                         "created": T0 + 86400 * i, "spec": json.dumps({"name": "nightly"}),
-                        "environment": json.dumps({"suricata": {"version": "7.0.10"}}), "warnings": [],
+                        "environment": json.dumps({"engines": {"suricata": {"version": "7.0.10"}}}), "warnings": [],
                         "inputs": json.dumps(inputs), "probe": "null", "n_cases": cases, "n_samples": 6 * cases})
             camp_rows.append(row)
             for ordinal in range(cases):

@@ -43,7 +43,8 @@ class Case:
     engine: str = "suricata"
     sender: str = "tcpreplay"
     config: str = "default"      # sensor.config: "default" or an overlay file
-    rules: str = "default"       # the ruleset's name (sensor.rulesets), "default" without a ruleset axis
+    rules: str = "default"       # the ruleset's name (sensor.rulesets or the trace's own rules; Spec.trace_rulesets),
+                                 # "default" without a ruleset axis
     samples: tuple[Sample, ...] = field(default=(), compare=False)
 
     @property
@@ -99,23 +100,41 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "_", text).strip("_")[:40] or "x"
 
 
-def plan(spec: Spec) -> list[Case]:
-    """Cartesian product of the spec's axes, in a stable order (setup outermost, load innermost)."""
-    cases = []
+def check_names(spec: Spec) -> None:
+    """SpecError for names the registries do not know: engines, setup kinds, `[sensor.set.<engine>]`
+    tables (the spec is a leaf and cannot check them itself)."""
+    from idsbench.setups.registry import KINDS  # light: setup modules load when a setup is made
+
     for name in spec.sensor.engine:
         registry.check_name(name)
+    unknown = [k for k in spec.setup.kinds if k not in KINDS]
+    if unknown:
+        raise SpecError(f"setup.kinds: unknown setup kind(s) {', '.join(map(repr, unknown))}.",
+                        fix=f"use {', '.join(KINDS)}.")
+    tables = [k for k, value in spec.sensor.set.items() if isinstance(value, dict) and k not in registry.names()]
+    if tables:
+        raise SpecError(f"[sensor.set.{tables[0]}] names no engine; a table under sensor.set holds one engine's "
+                        "settings.", fix=f"use one of {', '.join(registry.names())}.")
+
+
+def plan(spec: Spec) -> list[Case]:
+    """Cartesian product of the spec's axes, in a stable order: engine outermost, then config, sender,
+    setup, cpus, memory, trace, rate, replayers, and rules innermost (a trace that names its own rules
+    has that one ruleset instead of the sensor.rules axis)."""
+    check_names(spec)
+    cases = []
     axes = itertools.product(
         spec.sensor.engine, spec.sensor.config, spec.traffic.sender, spec.setup.kinds, spec.setup.cpus,
-        spec.setup.memory, spec.traffic.traces, spec.traffic.rate, spec.traffic.replayers,
-        [name for name, _ in spec.sensor.ruleset_axis()],
+        spec.setup.memory, spec.trace_rulesets(), spec.traffic.rate, spec.traffic.replayers,
     )
-    for engine, config, sender, setup, cpus, memory, trace, rate, replayers, rules in axes:
-        case = Case(trace=trace, replayers=replayers, rate=rate, loops=spec.traffic.loops,
-                    setup=setup, cpus=cpus, memory=memory, flows=spec.traffic.flows,
-                    duration_s=spec.traffic.duration_s, engine=engine, sender=sender, config=config,
-                    rules=rules)
-        samples = tuple(Sample(case.case_id, k) for k in range(spec.samples))
-        cases.append(dataclasses.replace(case, samples=samples))
+    for engine, config, sender, setup, cpus, memory, (trace, rulesets), rate, replayers in axes:
+        for rules, _ in rulesets:
+            case = Case(trace=trace, replayers=replayers, rate=rate, loops=spec.traffic.loops,
+                        setup=setup, cpus=cpus, memory=memory, flows=spec.traffic.flows,
+                        duration_s=spec.traffic.duration_s, engine=engine, sender=sender, config=config,
+                        rules=rules)
+            samples = tuple(Sample(case.case_id, k) for k in range(spec.samples))
+            cases.append(dataclasses.replace(case, samples=samples))
     ids = [c.case_id for c in cases]
     if len(set(ids)) != len(ids):  # only when the spec repeats a value within an axis
         dup = sorted({i for i in ids if ids.count(i) > 1})

@@ -2,12 +2,16 @@
 
 List-valued axes (traces, replayers, rate, setup kinds, cpus, memory) expand to their cartesian
 product in `plan.py`. Unknown keys are errors (a typo must not silently fall back to a default).
+
+A leaf: it imports no other stage (the campaign file's reader types its stored spec with it), so names
+that registries define — setup kinds, engines — are checked by `plan.check_names` (before anything starts).
 """
 
 from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -31,7 +35,6 @@ from pydantic_core import ErrorDetails
 
 from idsbench.errors import InputError, SpecError
 from idsbench.hostspec import HostEntry
-from idsbench.setups.registry import KINDS as SETUP_KINDS
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 
@@ -99,8 +102,23 @@ class Rate(_Frozen):
 SenderName = Literal["native", "tcpreplay"]
 
 
+class TraceEntry(_Frozen):
+    """A trace that names its own rules: `{ path = "x.pcap", rules = ["x.rules"] }`. Its cases run with
+    those rules only (they replace the sensor.rules axis for this trace)."""
+
+    path: str = Field(min_length=1)
+    rules: list[str] = Field(min_length=1)
+
+    @field_validator("rules", mode="before")
+    @classmethod
+    def _listify(cls, v: Any) -> Any:
+        return v if isinstance(v, list) else [v]
+
+
 class Traffic(_Frozen):
-    traces: list[str] = Field(default_factory=lambda: ["builtin:mixed"], min_length=1)
+    # a capture reference ("x.pcap", "builtin:web") or one with its own rules (TraceEntry); mixing is allowed
+    traces: list[str | TraceEntry] = Field(default_factory=lambda: list[str | TraceEntry](["builtin:mixed"]),
+                                           min_length=1)
     replayers: list[Annotated[int, Field(ge=1, le=64)]] = Field(default_factory=lambda: [1], min_length=1)
     rate: list[Rate] = Field(default_factory=lambda: [Rate(kind="recorded")], min_length=1)
     loops: int = Field(1, ge=1)
@@ -120,10 +138,36 @@ class Traffic(_Frozen):
     def _listify(cls, v: Any) -> Any:
         return v if isinstance(v, list) else [v]
 
+    @field_validator("traces", mode="before")
+    @classmethod
+    def _entries(cls, v: Any) -> Any:
+        """A table is a trace with its own rules; its error names the entry and the form (not the union's parts)."""
+        out = []
+        for i, item in enumerate(v if isinstance(v, list) else [v]):
+            if isinstance(item, dict):
+                try:
+                    item = TraceEntry.model_validate(item)
+                except ValidationError as exc:
+                    err = exc.errors()[0]
+                    where = ".".join(str(p) for p in err["loc"]) or "it"
+                    raise ValueError(f"entry {i} is not a trace with its own rules, "
+                                     f'{{ path = "x.pcap", rules = ["x.rules"] }} ({where}: {err["msg"]})') from exc
+            out.append(item)
+        return out
+
+    def trace_refs(self) -> list[str]:
+        """The capture references of `traces` (each once, in order)."""
+        return list(dict.fromkeys(t if isinstance(t, str) else t.path for t in self.traces))
+
 
 Scalar = str | int | float | bool
 DEFAULT_CONFIG = "default"  # sensor.config: the engine's own configuration, no overlay
 DEFAULT_RULESET = "default"  # a case's ruleset when sensor.rules is one list (no ruleset axis)
+
+
+def ruleset_label(refs: list[Any]) -> str:
+    """A ruleset's name made from its files: their stems joined by "+"."""
+    return "+".join(Path(str(r)).stem for r in refs) or "none"
 
 
 class Sensor(_Frozen):
@@ -157,7 +201,7 @@ class Sensor(_Frozen):
         elif isinstance(rules, list) and rules and all(isinstance(r, list) for r in rules):
             sets = {}
             for refs in rules:
-                label = "+".join(Path(str(r)).stem for r in refs) or "none"
+                label = ruleset_label(refs)
                 sets[label if label not in sets else f"{label}#{len(sets) + 1}"] = refs
         else:
             return data
@@ -188,17 +232,6 @@ class Sensor(_Frozen):
         """The config overlay files named (the configs other than "default")."""
         return [c for c in self.config if c != DEFAULT_CONFIG]
 
-    @field_validator("set")
-    @classmethod
-    def _engine_tables(cls, v: dict[str, Scalar | dict[str, Scalar]]) -> dict[str, Scalar | dict[str, Scalar]]:
-        from idsbench.sensors import registry
-
-        unknown = [k for k, value in v.items() if isinstance(value, dict) and k not in registry.names()]
-        if unknown:
-            raise ValueError(f"[sensor.set.{unknown[0]}] names no engine; a table under sensor.set holds one "
-                             f"engine's settings: use one of {', '.join(registry.names())}")
-        return v
-
     def overrides(self, engine: str = "suricata") -> dict[str, str]:
         """`engine`'s settings as strings (booleans as yes/no): the plain keys, then its own table."""
         out: dict[str, str] = {}
@@ -227,15 +260,6 @@ class Setup(_Frozen):
     @classmethod
     def _listify(cls, v: Any) -> Any:
         return v if isinstance(v, list) else [v]
-
-    @field_validator("kinds")
-    @classmethod
-    def _known_kinds(cls, v: list[str]) -> list[str]:
-        unknown = [k for k in v if k not in SETUP_KINDS]
-        if unknown:
-            raise ValueError(f"unknown setup kind(s) {', '.join(map(repr, unknown))}; use "
-                             f"{', '.join(SETUP_KINDS)}")
-        return v
 
     @field_validator("cpus")
     @classmethod
@@ -352,14 +376,38 @@ class Spec(_Frozen):
     base_dir: Path = Field(default=Path("."), exclude=True)
 
     @model_serializer(mode="wrap")
-    def _without_absent_hosts(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _without_absent_hosts(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
         """Specs without [hosts] or `order` dump as before these existed (resume compares dumps)."""
-        data: dict[str, Any] = handler(self)
+        data: dict[str, object] = handler(self)
         if data.get("hosts", 0) is None:
             data.pop("hosts")
         if data.get("order") == "cases":
             data.pop("order")
         return data
+
+    def trace_rulesets(self) -> list[tuple[str, list[tuple[str, list[str]]]]]:
+        """Per entry of traffic.traces: its capture reference and the rulesets (name, rule references) its
+        cases run with: the sensor.rules axis, or the trace's own rules — one set named after its files'
+        stems (`#k` added when another set of the campaign has that name with other files)."""
+        axis = self.sensor.ruleset_axis()
+        taken = dict(axis)
+        out: list[tuple[str, list[tuple[str, list[str]]]]] = []
+        for entry in self.traffic.traces:
+            if isinstance(entry, str):
+                out.append((entry, axis))
+                continue
+            base = name = ruleset_label(entry.rules)
+            k = 1
+            while name in taken and taken[name] != entry.rules:
+                k += 1
+                name = f"{base}#{k}"
+            taken[name] = entry.rules
+            out.append((entry.path, [(name, entry.rules)]))
+        return out
+
+    def rulesets_used(self) -> dict[str, list[str]]:
+        """Every ruleset some case runs with: name -> rule references (what preflight resolves and tests)."""
+        return {name: refs for _, sets in self.trace_rulesets() for name, refs in sets}
 
     def resolve_path(self, ref: str) -> Path:
         """A file reference from the spec, relative to the spec file's directory."""
@@ -371,7 +419,7 @@ def _location(err: ErrorDetails) -> str:
     return ".".join(str(p) for p in err["loc"] if not str(p).startswith(("function-", "list[")))
 
 
-def spec_from_dict(data: dict[str, Any], *, source: str = "spec", base_dir: Path = Path(".")) -> Spec:
+def spec_from_dict(data: Mapping[str, object], *, source: str = "spec", base_dir: Path = Path(".")) -> Spec:
     try:
         return Spec.model_validate({**data, "base_dir": base_dir})
     except ValidationError as exc:

@@ -15,6 +15,7 @@ import importlib
 import json
 import os
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
@@ -53,13 +54,13 @@ def transient(default: Any = None) -> Any:
     return field(default=default, compare=False, repr=False, metadata={"transient": True})
 
 
-def to_record(res: Resource) -> dict[str, Any]:
+def to_record(res: Resource) -> dict[str, object]:
     values = {f.name: getattr(res, f.name) for f in dataclasses.fields(res)  # type: ignore[arg-type]
               if not f.metadata.get("transient")}
     return {"kind": res.kind, "module": type(res).__module__, **values}
 
 
-def from_record(record: dict[str, Any]) -> Resource:
+def from_record(record: Mapping[str, object]) -> Resource:
     """Rebuild a record of a state file (importing the module that defines its kind)."""
     kind = str(record.get("kind"))
     if kind not in _KINDS and record.get("module"):
@@ -172,11 +173,12 @@ def cleanup_stale(state_dir: Path | None = None) -> tuple[list[str], list[str]]:
     return removed, failures
 
 
-def undo_records(doc: dict[str, Any], removed: list[str], failures: list[str]) -> bool:
+def undo_records(doc: dict[str, object], removed: list[str], failures: list[str]) -> bool:
     """Undo `doc["resources"]` newest first, appending to `removed` and `failures`; what could not
     be undone stays in `doc["resources"]`. True when something is left."""
     left = []
-    for record in reversed(doc.get("resources", [])):
+    records = doc.get("resources")
+    for record in reversed(records if isinstance(records, list) else []):
         try:
             res = from_record(record)
             res.undo()

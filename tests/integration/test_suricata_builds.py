@@ -79,7 +79,7 @@ def test_installed_and_built_suricata_exact_and_compared(tmp_path: Path, ready: 
     rows = {r.params.engine: r.to_row() for r in case_table(load_campaign(out))}
     assert rows[BUILD]["engine_version"] == "8.0.6" and rows["suricata"]["engine_version"] == versions["suricata"]
     doc = json.loads((out / "campaign.json").read_text())
-    built = doc["environment"][BUILD]
+    built = doc["environment"]["engines"][BUILD]
     assert built["source_sha256"] == "895234a17c5f6bea0657f9b23e7efbc287682253869efa1a5c3f422c99ae831a"
     assert "--enable-profiling-rules" in built["configure_flags"] and built["build_id"]
     html = write_report(out).read_text()

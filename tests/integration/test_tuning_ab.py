@@ -34,7 +34,7 @@ def test_tuning_example_runs_both_configurations_and_reports_the_ab(tmp_path, st
     assert all("redefined" not in (s.path / "stdout.txt").read_text()
                for s in campaign.samples_of(by_config["default"]))
     assert all(s.status == "ok" for s in campaign.samples)
-    assert campaign.doc.inputs["configs"]["tuning/tuned.yaml"]["sha256"]
+    assert campaign.doc.inputs.configs["tuning/tuned.yaml"].sha256
     html = write_report(out).read_text()
     section = html[html.index('id="ab"'):]
     assert "default → tuning/tuned.yaml" in section and "drop %" in section and "sensor CPU %" in section

@@ -37,7 +37,9 @@ def test_cost_is_the_median_over_lossless_kept_up_trials_near_the_ndr():
     assert cost.median_us == pytest.approx(25.0)
     assert (cost.low_us, cost.high_us) == (pytest.approx(24.0), pytest.approx(26.0))
     assert cost.spread == pytest.approx(26 / 24 - 1)
-    fields = search_fields(result)
+    figures = search_fields(result)
+    assert figures is not None
+    fields = figures.row()
     assert fields["ndr_sensor_us_per_pkt"] == 25.0
     assert fields["ndr_pps"] == 10_000.0 and fields["ndr_bracket"] == [10_000.0, 10_400.0]
     assert fields["ndr_mbps"] == pytest.approx(40.0)
@@ -51,6 +53,7 @@ def test_an_even_count_takes_the_middle_two():
 def test_no_cost_without_cpu_time_or_a_qualifying_trial():
     assert sensor_cost(search(trial(0, 9_000, None))) is None
     assert sensor_cost(search(trial(0, 9_000, 0.2, loss=0.01))) is None
-    assert search_fields(search(trial(0, 9_000, None)))["ndr_sensor_us_per_pkt"] is None
+    figures = search_fields(search(trial(0, 9_000, None)))
+    assert figures is not None and figures.ndr is not None and figures.ndr.ndr_sensor_us_per_pkt is None
     no_result = search(trial(0, 9_000, 0.2)).model_copy(update={"results": ()})
     assert sensor_cost(no_result) is None

@@ -110,7 +110,7 @@ def test_the_graph_is_read():
     graph = import_graph()
     # the reader sees module-level and in-function imports, relative ones and `from pkg import module`
     assert "idsbench.hosts.campaign" in graph["idsbench.dispatch"]
-    assert "idsbench.sensors.registry" in graph["idsbench.spec"]  # imported inside a function
+    assert "idsbench.setups.registry" in graph["idsbench.plan"]  # imported inside a function
     assert "idsbench.counters" in graph["idsbench.store.schema"]
 
 

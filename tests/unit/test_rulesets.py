@@ -10,13 +10,14 @@ import pytest
 
 from idsbench.analysis.engines import alerts_on, case_engine_figures, common_sids, engine_rules
 from idsbench.errors import SpecError
+from idsbench.plan import plan
 from idsbench.run.preflight import rule_load_doc
 from idsbench.sensors import rulesets
 from idsbench.sensors.snort import ruleprep
 from idsbench.sensors.snort.config import SnortBuild, SnortInstall
 from idsbench.sensors.snort.log import VALIDATED_LINE
 from idsbench.spec import spec_from_dict
-from idsbench.store.schema import CampaignDoc
+from idsbench.store.campaigndoc import CampaignDoc, Inputs
 
 SURICATA_FLAVOUR = (
     "# a comment\n"
@@ -116,8 +117,8 @@ def _doc(tmp_path: Path) -> CampaignDoc:
     suricata = rulesets.rule_loads([a])
     snort = (rulesets.RuleSetLoad("s.rules", b, rules=4, loaded=1, method="converted",
                                   sids=frozenset({1000002})),)
-    return CampaignDoc(inputs={"rule_load": {"suricata": rule_load_doc(suricata), "snort": rule_load_doc(snort),
-                                             "capture": rule_load_doc(())}})
+    return CampaignDoc(spec={"name": "x"}, inputs=Inputs(rule_load={
+        "suricata": rule_load_doc(suricata), "snort": rule_load_doc(snort), "capture": rule_load_doc(())}))
 
 
 def test_common_rules_leave_out_engines_without_rules(tmp_path: Path) -> None:
@@ -132,10 +133,13 @@ def test_common_rules_leave_out_engines_without_rules(tmp_path: Path) -> None:
 def test_case_figures(tmp_path: Path) -> None:
     doc = _doc(tmp_path)
     snort = case_engine_figures(doc, "snort", [])
-    assert snort["rules_total"] == 4 and snort["rules_loaded"] == 1 and snort["common_rules"] == 1
-    assert snort["alerts_common_rules"] is None  # no ok sample
+    assert snort.rules_total == 4 and snort.rules_loaded == 1 and snort.common is not None
+    assert snort.common.common_rules == 1
+    assert snort.row() == {"rules_total": 4, "rules_loaded": 1, "rules_loaded_share": 0.25, "common_rules": 1,
+                           "alerts_common_rules": None, "alerts_common_rules_ci": None}
+    assert snort.common.alerts_common_rules is None  # no ok sample
     capture = case_engine_figures(doc, "capture", [])
-    assert capture == {"rules_total": 0, "rules_loaded": 0, "rules_loaded_share": None}
+    assert capture.row() == {"rules_total": 0, "rules_loaded": 0, "rules_loaded_share": None}
 
 
 # --- the spec ----------------------------------------------------------------------------------------------
@@ -150,7 +154,7 @@ def test_engine_tables_in_sensor_set() -> None:
     assert spec.sensor.overrides("capture") == {"stats.interval": "2", "detect.profile": "high", "threads": "1"}
     assert spec.sensor.capture_method == "afpacket"
     with pytest.raises(SpecError, match=r"sensor.set.snrt\] names no engine"):
-        spec_from_dict({"name": "x", "sensor": {"set": {"snrt": {"a": 1}}}})
+        plan(spec_from_dict({"name": "x", "sensor": {"set": {"snrt": {"a": 1}}}}))
     with pytest.raises(SpecError, match="capture_method"):
         spec_from_dict({"name": "x", "sensor": {"capture_method": "pfring"}})
 
@@ -163,16 +167,18 @@ def test_report_puts_the_engines_side_by_side(tmp_path: Path) -> None:
 
     def row(engine: str, alerts: float, common: float | None) -> CaseResult:
         params = CaseParams(trace="/x/nf.pcap", replayers=2, rate="pps=1000", engine=engine)
-        extra = case_engine_figures(_doc(tmp_path), engine, [])
-        extra["alerts_common_rules"] = common
+        figures = case_engine_figures(_doc(tmp_path), engine, [])
+        if figures.common is not None:
+            figures = figures.model_copy(update={"common": figures.common.model_copy(
+                update={"alerts_common_rules": common})})
         return CaseResult(case=f"c-{engine}", params=params, samples=3, medians={"alerts": alerts},
-                          cis={"alerts": (alerts - 1, alerts + 1)}, extra=extra)
+                          cis={"alerts": (alerts - 1, alerts + 1)}, engines=figures)
 
     rows = [row("suricata", 8, 4), row("snort", 56, 52), row("capture", 0, None)]
     section = engine_section(SimpleNamespace(doc=_doc(tmp_path)), rows)  # type: ignore[arg-type]
     assert section is not None and section.common == 1
     (group,) = section.groups
-    assert [e["engine"] for e in group["engines"]] == ["capture", "snort", "suricata"]
-    assert group["engines"][1]["share"] == "25.0%" and group["engines"][1]["cells"][-1] == ("52", "")
-    assert {r["engine"] for r in section.rules} == {"suricata", "snort"}
+    assert [e.engine for e in group.engines] == ["capture", "snort", "suricata"]
+    assert group.engines[1].share == "25.0%" and group.engines[1].cells[-1] == ("52", "")
+    assert {r.engine for r in section.rules} == {"suricata", "snort"}
     assert engine_section(SimpleNamespace(doc=_doc(tmp_path)), rows[:1]) is None  # type: ignore[arg-type]

@@ -28,9 +28,10 @@ from idsbench.run.verdict import ReplayerFacts
 from idsbench.sensors.base import CounterPoint, Counters, EventLogIntegrity, SensorOptions
 from idsbench.setups.base import SetupRequest
 from idsbench.spec import spec_from_dict
+from idsbench.store.campaigndoc import CampaignDoc
 from idsbench.store.layout import CampaignDir
 from idsbench.store.reader import load_campaign
-from idsbench.store.schema import CampaignDoc, PlannedCase, ReplayerRecord, ReplayRecord, TraceRecord
+from idsbench.store.schema import PlannedCase, ReplayerRecord, ReplayRecord, TraceRecord
 from idsbench.teardown import TeardownStack, resource_kind
 from idsbench.wire.netns import WireEnds
 

@@ -39,7 +39,6 @@ def test_unknown_key_is_named():
     ({"name": "x", "traffic": {"replayers": [0]}}, "traffic.replayers"),
     ({"name": "x", "setup": {"cpus": 0}}, "cpus must be > 0"),
     ({"name": "x", "setup": {"memory": "1k"}}, "below 16 MiB"),
-    ({"name": "x", "setup": {"kinds": ["vmware"]}}, "setup.kinds"),
     ({"name": "bad name!"}, "name"),
     ({"name": "x", "samples": 0}, "samples"),
 ])
@@ -48,6 +47,19 @@ def test_bad_values_name_the_key(data, needle):
         spec_from_dict(data)
     assert needle in str(err.value)
     assert "Fix:" in str(err.value)
+
+
+def test_names_the_registries_define_are_checked_by_plan():
+    """The spec is a leaf (the campaign reader types stored specs with it): setup kinds and engine tables
+    are checked when the campaign is planned, before anything starts."""
+    from idsbench.plan import plan
+
+    for data, needle in [({"name": "x", "setup": {"kinds": ["vmware"]}}, "setup.kinds"),
+                         ({"name": "x", "sensor": {"set": {"snrt": {"a": 1}}}}, "sensor.set.snrt")]:
+        spec = spec_from_dict(data)
+        with pytest.raises(SpecError) as err:
+            plan(spec)
+        assert needle in str(err.value) and "Fix:" in str(err.value)
 
 
 def test_bad_toml_and_missing_file(tmp_path):

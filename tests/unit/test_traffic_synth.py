@@ -185,7 +185,8 @@ def test_builtin_mixed_default_trace(tmp_path):
     assert 20_000 <= info.packets <= 60_000
     assert 4.0 <= info.duration_s <= 5.5
     meta = synth_metadata(path)
-    assert meta["packets"] == info.packets and meta["sha256"] == info.sha256 and meta["markers"] >= 1
+    assert meta is not None and meta.packets == info.packets and meta.sha256 == info.sha256
+    assert meta.markers is not None and meta.markers >= 1
     other = tmp_path / "elsewhere"
     assert read_info(resolve_trace("builtin:mixed", other), cache_dir=other).sha256 == info.sha256
 

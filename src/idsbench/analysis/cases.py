@@ -69,8 +69,7 @@ def host_was_noisy(campaign: Campaign) -> bool:
         probe = read_probe(campaign.root)
     except IdsbenchError:  # none stored (older campaigns) or unreadable: no claim either way
         return False
-    precision = float((campaign.doc.spec.get("search") or {}).get("precision") or 0.05)
-    return bool(noise_exceeds(probe.noise, precision))
+    return bool(noise_exceeds(probe.noise, campaign.doc.spec.search.precision))
 
 
 def case_table(campaign: Campaign, groups: list[CaseSamples] | None = None, *,
@@ -82,9 +81,9 @@ def case_table(campaign: Campaign, groups: list[CaseSamples] | None = None, *,
 
 def with_engine_figures(campaign: Campaign, cs: CaseSamples, result: CaseResult,
                         level: float = REQUESTED_LEVEL) -> CaseResult:
-    """`result` plus its engine's rule share and alerts on the rules every engine loaded (`extra`)."""
-    figures = case_engine_figures(campaign.doc, cs.info.params.engine, cs.used, level)
-    return result.model_copy(update={"extra": {**result.extra, **figures}})
+    """`result` plus its engine's rule share and alerts on the rules every engine loaded (`engines`)."""
+    return result.model_copy(update={"engines": case_engine_figures(campaign.doc, cs.info.params.engine, cs.used,
+                                                                    level)})
 
 
 def case_result(cs: CaseSamples, cv_threshold: float = DEFAULT_CV_THRESHOLD,
@@ -110,8 +109,8 @@ def case_result(cs: CaseSamples, cv_threshold: float = DEFAULT_CV_THRESHOLD,
         samples_failed=len(cs.failed), samples_incomplete=cs.incomplete,
         warnings=tuple(_warnings(cs, cv_threshold)),
         pairs=tuple(sorted({s.summary.pair for s in (cs.used or cs.failed) if s.summary.pair})),
-        extra={**degraded_medians(cs), "phases": phase_medians(cs), **search_fields(cs.search),
-               "engine_version": engine_version(cs)},
+        degraded_sensor=degraded_medians(cs), phases=phase_medians(cs), search=search_fields(cs.search),
+        engine_version=engine_version(cs), alerts_by_sid=alert_medians(cs),
     )
 
 
@@ -132,11 +131,23 @@ def engine_version(cs: CaseSamples) -> str | None:
     return next((s.summary.sensor.version for s in (*cs.used, *cs.failed) if s.summary.sensor.version), None)
 
 
-def degraded_medians(cs: CaseSamples) -> dict[str, object]:
+def degraded_medians(cs: CaseSamples) -> dict[str, float | None]:
     """`degraded_sensor`: per degraded counter (memcaps, emergency modes, gaps), its median over the
     ok samples (a sample without it counts 0)."""
     names = sorted({k for s in cs.used for k in s.summary.sensor.degraded})
-    return {"degraded_sensor": {n: median([s.summary.sensor.degraded.get(n, 0) for s in cs.used]) for n in names}}
+    return {n: median([s.summary.sensor.degraded.get(n, 0) for s in cs.used]) for n in names}
+
+
+def alert_medians(cs: CaseSamples) -> dict[int, float]:
+    """`alerts_by_sid`: per signature, the median of its alerts over the ok samples (a sample that did not
+    raise it counts 0)."""
+    sids = sorted({sid for s in cs.used for sid in s.summary.sensor.alerts_by_sid})
+    out: dict[int, float] = {}
+    for sid in sids:
+        value = median([s.summary.sensor.alerts_by_sid.get(sid, 0) for s in cs.used])
+        if value is not None:
+            out[sid] = value
+    return out
 
 
 def _warnings(cs: CaseSamples, threshold: float) -> list[str]:

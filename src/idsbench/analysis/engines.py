@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from idsbench.analysis.stats import median, median_ci
+from idsbench.store.campaigndoc import CampaignDoc, RuleSetInput
+from idsbench.store.casefigures import CommonRules, EngineFigures
 from idsbench.store.reader import SampleRecord
-from idsbench.store.schema import CampaignDoc
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class EngineRules:
     rules: int           # active rules in the sources the spec named
     loaded: int          # rules the engine loaded
     sids: frozenset[int]
-    sets: tuple[dict[str, Any], ...]  # per source: rules, loaded, share, method, reasons
+    sets: tuple[RuleSetInput, ...]  # per source: rules, loaded, share, method, reasons
 
     @property
     def share(self) -> float | None:
@@ -33,18 +33,8 @@ class EngineRules:
 
 def engine_rules(doc: CampaignDoc) -> dict[str, EngineRules]:
     """Per engine that was given rules: what it loaded (the campaign file's `inputs.rule_load`)."""
-    out: dict[str, EngineRules] = {}
-    loads = doc.inputs.get("rule_load")
-    if not isinstance(loads, dict):
-        return out
-    for engine, doc_ in loads.items():
-        if not isinstance(doc_, dict) or not doc_.get("sets"):
-            continue
-        sids = frozenset(int(s) for s in doc_.get("sids") or [] if isinstance(s, int))
-        sets = tuple(s for s in doc_.get("sets") or [] if isinstance(s, dict))
-        out[str(engine)] = EngineRules(str(engine), int(doc_.get("rules") or 0), int(doc_.get("loaded") or 0),
-                                       sids, sets)
-    return out
+    return {engine: EngineRules(engine, load.rules, load.loaded, frozenset(load.sids), load.sets)
+            for engine, load in doc.inputs.rule_load.items() if load.sets}
 
 
 def common_sids(rules: Mapping[str, EngineRules], engines: Iterable[str] | None = None) -> frozenset[int] | None:
@@ -64,19 +54,16 @@ def alerts_on(alerts_by_sid: Mapping[int, int], sids: frozenset[int]) -> int:
 
 
 def case_engine_figures(doc: CampaignDoc, engine: str, used: Sequence[SampleRecord],
-                        level: float = 0.95) -> dict[str, Any]:
+                        level: float = 0.95) -> EngineFigures:
     """What a results row adds for its engine: the rule share and, when several engines loaded rules,
     the alerts on the rules all of them loaded (median over the ok samples, with its CI)."""
     rules = engine_rules(doc)
     mine = rules.get(engine)
-    out: dict[str, Any] = {"rules_total": mine.rules if mine else 0, "rules_loaded": mine.loaded if mine else 0,
-                           "rules_loaded_share": round(mine.share, 6) if mine and mine.share is not None else None}
+    out = EngineFigures(rules_total=mine.rules if mine else 0, rules_loaded=mine.loaded if mine else 0,
+                        rules_loaded_share=round(mine.share, 6) if mine and mine.share is not None else None)
     common = common_sids(rules)
     if common is None or mine is None:
         return out
     counts: list[float | None] = [float(alerts_on(s.summary.sensor.alerts_by_sid, common)) for s in used]
-    ci = median_ci(counts, level)
-    out["common_rules"] = len(common)
-    out["alerts_common_rules"] = median(counts)
-    out["alerts_common_rules_ci"] = [ci[0], ci[1]] if ci else None
-    return out
+    return out.model_copy(update={"common": CommonRules(
+        common_rules=len(common), alerts_common_rules=median(counts), alerts_common_rules_ci=median_ci(counts, level))})

@@ -145,8 +145,7 @@ def profiled_samples(campaign: Campaign, case_id: str) -> list[tuple[SampleRecor
 
 
 def rule_catalog(campaign: Campaign) -> dict[int, RuleInfo]:
-    rules = campaign.doc.inputs.get("rules", []) if isinstance(campaign.doc.inputs, dict) else []
-    return catalog(Path(str(r["path"])) for r in rules if isinstance(r, dict) and "path" in r)
+    return catalog(Path(r.path) for r in campaign.doc.inputs.rules or ())
 
 
 def _number(value: object) -> float | None:
@@ -156,9 +155,9 @@ def _number(value: object) -> float | None:
 def tsc_hz(campaign: Campaign, engine: str) -> float | None:
     """The TSC rate the campaign measured: campaign.json `environment.<engine>.tsc_hz` (a profiling
     Suricata records it), else the campaign's probe.json `tsc.hz`; None when neither holds one."""
-    env = campaign.doc.environment.get(engine)
-    if isinstance(env, dict) and _number(env.get("tsc_hz")) is not None:
-        return _number(env.get("tsc_hz"))
+    build = campaign.doc.environment.engines.get(engine)
+    if build is not None and _number(build.tsc_hz) is not None:
+        return _number(build.tsc_hz)
     probe = read_probe_doc(campaign.root) or {}
     tsc = probe.get("tsc")
     return _number(tsc.get("hz")) if isinstance(tsc, dict) else None

@@ -7,6 +7,7 @@ import statistics
 from dataclasses import dataclass
 
 from idsbench.analysis.stats import ci_coverage, median_ci
+from idsbench.store.casefigures import GoalBounds, MinCpusFigures, NdrFigures, RepeatFigures, SearchFigures
 from idsbench.store.schema import SearchResult
 
 NEAR_RESULT = 0.5    # trials at half the NDR's load or more show the sensor's cost near it
@@ -44,71 +45,68 @@ def sensor_cost(result: SearchResult) -> SensorCost | None:
     return SensorCost(statistics.median(costs), costs[0], costs[-1], len(costs))
 
 
-def search_fields(result: SearchResult | None) -> dict[str, object]:
-    """`ndr_pps`, `ndr_mbps`, `ndr_bracket` ([lo, hi] pps), `pdr` ({tolerance: pps}), `search_trials`,
-    `sender_limited`, `search_verified`, `ndr_sensor_us_per_pkt` (`SensorCost.median_us`); for a cpus
-    search `min_cpus` (and `min_cpus_bracket`)."""
+def search_fields(result: SearchResult | None) -> SearchFigures | None:
+    """A searched case's row fields (`SearchFigures.row`): `ndr_pps`, `ndr_mbps`, `ndr_bracket` ([lo, hi]
+    pps), `pdr` ({tolerance: pps}), `search_trials`, `sender_limited`, `search_verified`,
+    `ndr_sensor_us_per_pkt` (`SensorCost.median_us`); for a cpus search `min_cpus` (and
+    `min_cpus_bracket`). None: the case was not searched."""
     if result is None:
-        return {}
-    out: dict[str, object] = {"search_axis": result.axis, "search_mode": result.mode,
-                              "search_trials": len(result.trials) + len(result.verification),
-                              "sender_ceiling_pps": result.sender_ceiling_pps,
-                              "sender_limited": any(r.lower_bound for r in result.results)}
+        return None
+    head = SearchFigures(search_axis=result.axis, search_mode=result.mode,
+                         search_trials=len(result.trials) + len(result.verification),
+                         sender_ceiling_pps=result.sender_ceiling_pps,
+                         sender_limited=any(r.lower_bound for r in result.results))
     if result.axis == "cpus":
-        ndr = next((r for r in result.results if r.tolerance == 0), None)
-        out["min_cpus"] = ndr.value if ndr else None
-        out["min_cpus_bracket"] = list(ndr.bracket) if ndr and ndr.bracket else None
-        out["search_verified"] = ndr.verified if ndr else None
-        return out
+        found = next((r for r in result.results if r.tolerance == 0), None)
+        return head.model_copy(update={"min_cpus": MinCpusFigures(
+            min_cpus=found.value if found else None,
+            min_cpus_bracket=found.bracket if found and found.bracket else None,
+            search_verified=found.verified if found else None)})
+
     def mbps(pps: float | None) -> float | None:
         return round(pps * result.avg_frame_bytes * 8 / 1e6, 3) if pps is not None and result.avg_frame_bytes else None
 
-    out.update(repeat_fields(result))
+    ndr: NdrFigures | None = None
     pdr: dict[str, float | None] = {}
     for r in result.results:
         lo_hi = None
         if r.bracket is not None:
-            lo_hi = [_pps(result, r.bracket[0]), _pps(result, r.bracket[1])]
+            lo_hi = (_pps(result, r.bracket[0]), _pps(result, r.bracket[1]))
         if r.tolerance == 0:
             cost = sensor_cost(result)
-            out.update({"ndr_pps": r.value_pps, "ndr_mbps": mbps(r.value_pps), "ndr_bracket": lo_hi,
-                        "search_verified": r.verified,
-                        "ndr_sensor_us_per_pkt": round(cost.median_us, 3) if cost else None})
-            if result.axis == "replayers":
-                out["ndr_replayers"] = r.value
+            ndr = NdrFigures(ndr_pps=r.value_pps, ndr_mbps=mbps(r.value_pps), ndr_bracket=lo_hi,
+                             search_verified=r.verified,
+                             ndr_sensor_us_per_pkt=round(cost.median_us, 3) if cost else None,
+                             ndr_replayers=r.value if result.axis == "replayers" else None)
         else:
             pdr[f"{r.tolerance:g}"] = r.value_pps
-    out["pdr"] = pdr
-    return out
+    return head.model_copy(update={"repeats": repeat_fields(result), "ndr": ndr, "pdr": pdr})
 
 
-def repeat_fields(result: SearchResult) -> dict[str, object]:
+def repeat_fields(result: SearchResult) -> RepeatFigures:
     """`search_repeats`, `ndr_repeats` (each repeat's NDR, pps), `ndr_ci` ([low, high] of the median) and
     `ndr_ci_level`; per goal `goals` {tolerance: {conditional_pps, lower_pps, upper_pps}} (the
     conditional throughput and relevant bounds, medians over the repeats) and `search_goals` (the
     goal parameters used); `ndr_capacity_pps`: the allocation over the sensor's CPU per packet near
     the NDR (what the CPU cost alone says the sensor could take)."""
-    out: dict[str, object] = {"search_repeats": max(1, len(result.repeats))}
     ndrs = [r.ndr_pps for r in result.repeats]
     known = [x for x in ndrs if x is not None]
-    out["ndr_repeats"] = [round(x, 3) if x is not None else None for x in ndrs]
     ci = median_ci(known) if known and len(known) == len(ndrs) else None
-    out["ndr_ci"] = [round(ci[0], 3), round(ci[1], 3)] if ci else None
-    out["ndr_ci_level"] = round(ci_coverage(len(known)), 4) if ci else None
-    goals: dict[str, dict[str, float | None]] = {}
-    for r in result.results:
-        goals[f"{r.tolerance:g}"] = {
-            "conditional_pps": r.conditional_pps,
-            "lower_pps": _pps(result, r.relevant_lower) if r.relevant_lower is not None else None,
-            "upper_pps": _pps(result, r.relevant_upper) if r.relevant_upper is not None else None}
-    out["goals"] = goals
-    out["search_goals"] = result.goals.model_dump(mode="json") if result.goals else None
+    goals = {f"{r.tolerance:g}": GoalBounds(
+        conditional_pps=r.conditional_pps,
+        lower_pps=_pps(result, r.relevant_lower) if r.relevant_lower is not None else None,
+        upper_pps=_pps(result, r.relevant_upper) if r.relevant_upper is not None else None) for r in result.results}
     ndr = next((r for r in result.results if r.tolerance == 0), None)
-    out["ndr_conditional_pps"] = ndr.conditional_pps if ndr else None
     cost = sensor_cost(result)
-    out["ndr_capacity_pps"] = round(result.allocation_cpus / (cost.median_us * 1e-6), 1) \
-        if cost and result.allocation_cpus and cost.median_us > 0 else None
-    return out
+    return RepeatFigures(
+        search_repeats=max(1, len(result.repeats)),
+        ndr_repeats=tuple(round(x, 3) if x is not None else None for x in ndrs),
+        ndr_ci=(round(ci[0], 3), round(ci[1], 3)) if ci else None,
+        ndr_ci_level=round(ci_coverage(len(known)), 4) if ci else None,
+        goals=goals, search_goals=result.goals,
+        ndr_conditional_pps=ndr.conditional_pps if ndr else None,
+        ndr_capacity_pps=round(result.allocation_cpus / (cost.median_us * 1e-6), 1)
+        if cost and result.allocation_cpus and cost.median_us > 0 else None)
 
 
 def _pps(result: SearchResult, value: float) -> float | None:

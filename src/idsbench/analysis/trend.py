@@ -25,8 +25,9 @@ from typing import Any, Literal
 
 from idsbench.analysis.effect import DEFAULT_MIN_EFFECT_PCT, Effect, effect
 from idsbench.analysis.stats import median, median_ci
-from idsbench.analysis.values import sample_values
+from idsbench.analysis.values import ci_of, median_of, sample_values
 from idsbench.metrics import TREND_METRICS, metric
+from idsbench.store.campaigndoc import Inputs
 from idsbench.store.casekey import SOFTWARE_PARTS, CampaignFacts, KeyedCase
 
 __all__ = ["TREND_METRICS", "Change", "Segment", "TrendPoint", "TrendSeries", "build_series", "regression_failures",
@@ -73,7 +74,7 @@ class TrendSeries:
     segments: tuple[Segment, ...]
     changes: tuple[Change, ...] = field(default=())
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:  # Any: the `trend --format json` object (docs/trend.schema.json)
         m = metric(self.metric)
         return {
             "key": self.key, "series_id": self.series_id, "metric": self.metric, "unit": m.unit,
@@ -101,15 +102,13 @@ def _values(r: KeyedCase, key: str) -> tuple[float, ...]:
 
 def _point(r: KeyedCase, key: str) -> TrendPoint | None:
     samples = _values(r, key)
-    value = r.result.medians.get(key, r.result.extra.get(key))
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
+    value = median_of(r.result, key)
+    if value is None:
         value = median(list(samples))
     if value is None:
         return None
-    ci = r.result.cis.get(key) or r.result.extra.get(f"{key}_ci")
     software = {k: v for k, v in r.key.fields().items() if k in SOFTWARE_PARTS}
-    return TrendPoint(r.campaign_id, r.created_unix, float(value),
-                      (float(ci[0]), float(ci[1])) if ci and None not in ci else None, samples or (float(value),), software)
+    return TrendPoint(r.campaign_id, r.created_unix, value, ci_of(r.result, key), samples or (value,), software)
 
 
 def _pooled(points: Sequence[TrendPoint]) -> list[float]:
@@ -250,47 +249,37 @@ def _name(path: str) -> str:
     return Path(path).name or path
 
 
-def _rule_files(inputs: dict[str, Any]) -> dict[str, str]:
-    files = inputs.get("rules")
-    return {str(f["path"]): str(f.get("sha256")) for f in files if isinstance(f, dict) and f.get("path")} \
-        if isinstance(files, list) else {}
+def _rule_files(inputs: Inputs) -> dict[str, str]:
+    return {f.path: f.sha256 for f in inputs.rules or () if f.path}
 
 
-def _rule_counts(inputs: dict[str, Any], engine: str) -> dict[str, int]:
-    load = (inputs.get("rule_load") or {}).get(engine)
-    sets = load.get("sets") if isinstance(load, dict) else None
+def _rule_counts(inputs: Inputs, engine: str) -> dict[str, int]:
+    load = inputs.rule_load.get(engine)
     out: dict[str, int] = {}
-    for s in sets if isinstance(sets, list) else []:
-        if isinstance(s, dict) and s.get("source"):
-            out[_name(str(s["source"]))] = out.get(_name(str(s["source"])), 0) + int(s.get("rules") or 0)
+    for s in load.sets if load is not None else ():
+        if s.source:
+            out[_name(s.source)] = out.get(_name(s.source), 0) + s.rules
     return out
 
 
-def _sids(inputs: dict[str, Any], engine: str) -> set[int] | None:
-    load = (inputs.get("rule_load") or {}).get(engine)
-    sids = load.get("sids") if isinstance(load, dict) else None
-    return {int(s) for s in sids} if isinstance(sids, list) else None
-
-
-def _overrides(spec: dict[str, Any]) -> dict[str, Any]:
-    sensor = spec.get("sensor") or {}
-    value = sensor.get("set") if isinstance(sensor, dict) else None
-    return dict(value) if isinstance(value, dict) else {}
+def _sids(inputs: Inputs, engine: str) -> set[int] | None:
+    load = inputs.rule_load.get(engine)
+    return set(load.sids) if load is not None else None
 
 
 def what_changed(a: CampaignFacts, b: CampaignFacts, engine: str) -> list[str]:
     """Differences from campaign a to campaign b that can move a sensor's figures."""
     out: list[str] = []
-    ba, bb = a.environment.get(engine), b.environment.get(engine)
-    va = ba.get("version") if isinstance(ba, dict) else None
-    vb = bb.get("version") if isinstance(bb, dict) else None
+    ba, bb = a.environment.engines.get(engine), b.environment.engines.get(engine)
+    ra, rb = ba.record() if ba else {}, bb.record() if bb else {}
+    va, vb = ra.get("version"), rb.get("version")
     if va != vb:
         out.append(f"{engine} version: {va or 'unknown'} → {vb or 'unknown'}")
-    elif ba != bb:
-        keys = sorted(k for k in set(ba or {}) | set(bb or {}) if (ba or {}).get(k) != (bb or {}).get(k))
+    elif ra != rb:
+        keys = sorted(k for k in set(ra) | set(rb) if ra.get(k) != rb.get(k))
         out.append(f"{engine} build changed (same version {va}): {', '.join(keys)}")
-    if a.environment.get("idsbench") != b.environment.get("idsbench"):
-        out.append(f"idsbench: {a.environment.get('idsbench')} → {b.environment.get('idsbench')}")
+    if a.environment.idsbench != b.environment.idsbench:
+        out.append(f"idsbench: {a.environment.idsbench} → {b.environment.idsbench}")
     fa, fb = _rule_files(a.inputs), _rule_files(b.inputs)
     ca, cb = _rule_counts(a.inputs, engine), _rule_counts(b.inputs, engine)
     for path in sorted(set(fb) - set(fa)):
@@ -306,35 +295,33 @@ def what_changed(a: CampaignFacts, b: CampaignFacts, engine: str) -> list[str]:
     sa, sb = _sids(a.inputs, engine), _sids(b.inputs, engine)
     if sa is not None and sb is not None and sa != sb:
         out.append(f"rules loaded: +{len(sb - sa)} sids, -{len(sa - sb)} sids ({len(sa)} → {len(sb)})")
-    conf_a, conf_b = a.inputs.get("configs") or {}, b.inputs.get("configs") or {}
+    conf_a, conf_b = a.inputs.configs, b.inputs.configs
     if conf_a != conf_b:
         for name in sorted(set(conf_a) | set(conf_b)):
             if conf_a.get(name) != conf_b.get(name):
                 out.append(f"sensor.config {name}: " + ("added" if name not in conf_a else "removed" if name not in conf_b
                                                         else "overlay changed"))
-    oa, ob = _overrides(a.spec), _overrides(b.spec)
-    for k in sorted(set(oa) | set(ob)):
-        if oa.get(k) != ob.get(k):
-            out.append(f"sensor.set.{k}: {oa.get(k, '(unset)')} → {ob.get(k, '(unset)')}")
+    unread = [f.spec_problem for f in (a, b) if f.spec_problem]
+    if unread:
+        out.append(f"sensor.set: not compared ({unread[0]})")
+    else:
+        oa, ob = a.spec.sensor.set, b.spec.sensor.set
+        for k in sorted(set(oa) | set(ob)):
+            if oa.get(k) != ob.get(k):
+                out.append(f"sensor.set.{k}: {oa.get(k, '(unset)')} → {ob.get(k, '(unset)')}")
     out.extend(_host_diff(a, b))
     return out or ["nothing idsbench records differs (build, rules, config, host): the host's noise, or a cause "
                    "outside what it records"]
 
 
 def _host_diff(a: CampaignFacts, b: CampaignFacts) -> list[str]:
-    from pydantic import ValidationError
-
     from idsbench.probe.diff import diff
-    from idsbench.probe.model import HostProbe
 
     if a.probe and b.probe:
-        try:
-            return [f"host: {d}" for d in diff(HostProbe.model_validate(a.probe), HostProbe.model_validate(b.probe))]
-        except ValidationError:
-            pass
+        return [f"host: {d}" for d in diff(a.probe, b.probe)]
     keys = ("hostname", "kernel", "os", "cpu_model", "cpus", "tcpreplay")
-    return [f"host: {k}: {a.environment.get(k)} → {b.environment.get(k)}" for k in keys
-            if a.environment.get(k) != b.environment.get(k)]
+    ea, eb = a.environment.model_dump(include=set(keys)), b.environment.model_dump(include=set(keys))
+    return [f"host: {k}: {ea[k]} → {eb[k]}" for k in keys if ea[k] != eb[k]]
 
 
 def explainer(facts: dict[str, CampaignFacts], engine_of: Callable[[str], str]) -> Explain:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from idsbench.analysis.trend import Explain, explainer
 from idsbench.store.casekey import CampaignFacts, KeyedCase, case_key
-from idsbench.store.reader import load_campaign, read_probe_doc
+from idsbench.store.reader import load_campaign, probe_or_none
 
 
 def from_dirs(dirs: Sequence[Path]) -> tuple[list[KeyedCase], Explain]:
@@ -19,8 +19,9 @@ def from_dirs(dirs: Sequence[Path]) -> tuple[list[KeyedCase], Explain]:
     for d in dirs:
         campaign = load_campaign(d)
         cid = str(d)
-        probe = read_probe_doc(d)
-        facts[cid] = CampaignFacts(campaign.doc.spec, campaign.doc.environment, campaign.doc.inputs, probe)
+        probe = probe_or_none(d)
+        doc = campaign.doc
+        facts[cid] = CampaignFacts(doc.spec, doc.environment, doc.inputs, probe, doc.spec_problem)
         for result in case_table(campaign):
             cases.append(KeyedCase(cid, campaign.doc.created_unix, case_key(campaign.doc, result.params, probe, cid),
                                    result))

@@ -1,5 +1,6 @@
 """A case result's values of one metric: its per-sample figures (what effect sizes resample), its
-median, its CI; a metric may be a CASE_METRICS median or a later analysis's figure in `extra`."""
+median, its CI; a metric may be a CASE_METRICS median or a later analysis's figure
+(`CaseResult.figures()`: a search's `ndr_pps`, the engines' `alerts_common_rules` …)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ def sample_values(r: CaseResult, key: str) -> tuple[float | None, ...]:
     """A case's per-sample values of `key`: its ok samples' figures, a search's repeats, or the one value."""
     if r.values.get(key):
         return r.values[key]
-    repeats = r.extra.get(key.replace("_pps", "_repeats")) if key.endswith("_pps") else None
+    repeats = r.figures().get(key.replace("_pps", "_repeats")) if key.endswith("_pps") else None
     if isinstance(repeats, list) and repeats:
         return tuple(float(v) for v in repeats if isinstance(v, (int, float)))
     value = median_of(r, key)
@@ -20,10 +21,13 @@ def sample_values(r: CaseResult, key: str) -> tuple[float | None, ...]:
 
 
 def median_of(r: CaseResult, key: str) -> float | None:
-    value = r.medians.get(key, r.extra.get(key))
+    value = r.medians[key] if key in r.medians else r.figures().get(key)
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def ci_of(r: CaseResult, key: str) -> tuple[float, float] | None:
-    ci = r.cis.get(key) or r.extra.get(f"{key}_ci")
-    return (float(ci[0]), float(ci[1])) if isinstance(ci, (list, tuple)) and len(ci) == 2 and None not in ci else None
+    ci = r.cis.get(key) or r.figures().get(f"{key}_ci")
+    if not isinstance(ci, (list, tuple)) or len(ci) != 2:
+        return None
+    lo, hi = ci
+    return (float(lo), float(hi)) if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) else None

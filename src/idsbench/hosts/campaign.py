@@ -36,9 +36,17 @@ from idsbench.run.preflight import check_resume, resolve_traces
 from idsbench.run.progress import Progress
 from idsbench.spec import Spec
 from idsbench.store import atomic
+from idsbench.store.campaigndoc import (
+    CampaignDoc,
+    EngineBuild,
+    Environment,
+    Inputs,
+    RuleFileInput,
+    TraceInput,
+)
 from idsbench.store.environment import fingerprint
 from idsbench.store.layout import CampaignDir
-from idsbench.store.schema import CampaignDoc, PlannedCase, TraceRecord
+from idsbench.store.schema import PlannedCase, TraceRecord
 from idsbench.teardown import TeardownStack
 
 SUPPORTED_SETUPS = ("baremetal",)
@@ -77,6 +85,11 @@ def run_on_hosts(spec: Spec, out_dir: Path, *, resume: bool = False, progress: P
     if spec.wire.impair.active:
         raise SpecError("[wire.impair] emulates loss on this machine's veth wire; on hosts the wire is real.",
                         fix="remove [wire.impair] from a spec with [hosts] (a lossy mirror shows up as wire loss).")
+    own = [t.path for t in spec.traffic.traces if not isinstance(t, str)]
+    if own:  # the sensor hosts get sensor.rules only (CampaignUploads)
+        raise SpecError(f"traffic.traces: {', '.join(own)} name their own rules; on hosts every trace runs with "
+                        "sensor.rules.", fix="give those rules as sensor.rules (one campaign per trace), or run the "
+                                             "campaign on this machine (without [hosts]).")
     inv = hosts_inventory(spec)
     pairs = inv.pairs()
     known = known_hosts_file(spec, inv)
@@ -102,7 +115,7 @@ def run_on_hosts(spec: Spec, out_dir: Path, *, resume: bool = False, progress: P
         result.warnings += warnings
         check_pooling(moves, layout, spec.hosts.pool_pairs)
         if not layout.campaign_file.exists():
-            atomic.write_json(layout.campaign_file, _campaign_doc(spec_doc, cases, traces, pairs, hellos,
+            atomic.write_json(layout.campaign_file, _campaign_doc(spec, cases, traces, pairs, hellos,
                                                                  uploads, assignment).to_json())
         with progress:
             _run_pairs(runners, cases, assignment, layout, spec, progress, result)
@@ -245,21 +258,19 @@ def _record(outcome: SampleResult, progress: Progress, result: HostsResult) -> N
     result.warnings.extend(f"{outcome.sample_id}: {w}" for w in outcome.warnings)
 
 
-def _campaign_doc(spec_doc: dict[str, object], cases: list[Case], traces: dict[str, TraceRecord], pairs: list[Pair],
+def _campaign_doc(spec: Spec, cases: list[Case], traces: dict[str, TraceRecord], pairs: list[Pair],
                   hellos: dict[str, Hello], uploads: CampaignUploads, assignment: dict[str, Pair]) -> CampaignDoc:
-    env: dict[str, object] = {**fingerprint(), "controller": True}
-    sensor_engines = {h: {name: info.model_dump(mode="json") for name, info in engines.items()}
-                      for h, engines in uploads.engines_seen.items()}
     first = next(iter(uploads.engines_seen.values()), {})
-    for name, info in first.items():
-        env[name] = info.build_info
-    env["hosts"] = {h: d.environment() for h, d in hellos.items()}
-    env["pairs"] = {p.name: p.label for p in pairs}
+    env = Environment(**fingerprint().model_dump(), controller=True,
+                      engines={name: EngineBuild.model_validate(info.build_info) for name, info in first.items()},
+                      hosts={h: d.environment() for h, d in hellos.items()}, pairs={p.name: p.label for p in pairs})
     return CampaignDoc(
-        created_unix=time.time(), spec=spec_doc, environment=env,
-        inputs={"traces": {ref: t.model_dump(mode="json", exclude={"per_second"}) for ref, t in traces.items()},
-                "rules": uploads.rule_inputs, "rules_on_hosts": {h: e for h, e in sensor_engines.items()},
-                "assignment": {case_id: p.label for case_id, p in assignment.items()}},
+        created_unix=time.time(), spec=spec, environment=env,
+        inputs=Inputs(traces={ref: TraceInput.model_validate(t.model_dump()) for ref, t in traces.items()},
+                      rules=tuple(RuleFileInput.model_validate(r) for r in uploads.rule_inputs),
+                      rules_on_hosts={h: {name: info.model_dump(mode="json") for name, info in engines.items()}
+                                      for h, engines in uploads.engines_seen.items()},
+                      assignment={case_id: p.label for case_id, p in assignment.items()}),
         cases=tuple(PlannedCase.model_validate({"case_id": c.case_id, **c.params(), "samples": len(c.samples)})
                     for c in cases),
     )

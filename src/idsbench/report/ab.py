@@ -6,7 +6,6 @@ against NDR."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from idsbench.analysis.compare import MetricDelta, compare_tables
 from idsbench.metrics import columns
@@ -23,14 +22,14 @@ AB_METRICS: tuple[tuple[str, str, float, int], ...] = columns(
     "alerts")
 
 
-def ab_section(campaign: Campaign, rows: Sequence[CaseResult]) -> list[dict[str, Any]]:
+def ab_section(campaign: Campaign, rows: Sequence[CaseResult]) -> list[dict[str, object]]:
     """One block per contender configuration; [] when the campaign has a single configuration."""
     configs = list(dict.fromkeys(r.params.config for r in rows))
     if len(configs) < 2:
         return []
     base = DEFAULT_CONFIG if DEFAULT_CONFIG in configs else configs[0]
     base_rows = [r for r in rows if r.params.config == base]
-    out = []
+    out: list[dict[str, object]] = []
     for contender in (c for c in configs if c != base):
         c_rows = [r for r in rows if r.params.config == contender]
         cmp = compare_tables(base, base_rows, contender, c_rows, tuple(key for _, key, _, _ in AB_METRICS))

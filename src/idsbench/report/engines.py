@@ -5,9 +5,8 @@ engine loaded, analysis.engines)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import groupby
-from typing import Any
 
 from idsbench.analysis.compare import metric_delta
 from idsbench.analysis.engines import EngineRules, common_sids, engine_rules
@@ -24,32 +23,75 @@ ENGINE_COLUMNS: tuple[tuple[str, str, float, int], ...] = columns(
 
 
 @dataclass(frozen=True)
+class RuleRow:
+    """One engine and rule source of the "Rules each engine loaded" table (strings, ready to print)."""
+
+    engine: str
+    source: str
+    method: str
+    rules: str
+    loaded: str
+    share: str
+    reasons: str
+
+
+@dataclass(frozen=True)
+class EngineCells:
+    """One engine's line of a group: its medians with CIs and its verdicts against the first engine."""
+
+    engine: str
+    samples: int
+    status: str
+    cells: list[tuple[str, str]]
+    versus: list[str]
+    versus_base: str
+    share: str
+
+
+@dataclass(frozen=True)
+class EngineGroup:
+    """The engines at one setup, trace, rate, load and limits."""
+
+    setup: str
+    trace: str
+    rate: str
+    load: str
+    limits: str
+    engines: list[EngineCells]
+
+
+@dataclass(frozen=True)
 class EngineSection:
-    rules: list[dict[str, Any]]       # one row per engine and rule source
+    rules: list[RuleRow]              # one row per engine and rule source
     common: int | None                # rule ids every rule-loading engine loaded (None: < 2 such engines)
-    groups: list[dict[str, Any]]      # per setup/trace/rate/load/limits: one row per engine
+    groups: list[EngineGroup]         # per setup/trace/rate/load/limits: one row per engine
     titles: list[str]
 
 
-def _rule_rows(rules: dict[str, EngineRules]) -> list[dict[str, Any]]:
+@dataclass
+class _Source:
+    rules: int = 0
+    loaded: int = 0
+    methods: list[str] = field(default_factory=list)
+    reasons: list[tuple[str, int]] = field(default_factory=list)
+
+
+def _rule_rows(rules: dict[str, EngineRules]) -> list[RuleRow]:
     """One row per engine and spec source (a source of several files, e.g. builtin:events, summed)."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
+    out: dict[tuple[str, str], _Source] = {}
     for engine, r in rules.items():
         for s in r.sets:
-            key = (engine, str(s.get("source", "?")))
-            row = out.setdefault(key, {"engine": engine, "source": key[1], "methods": [], "rules": 0,
-                                       "loaded": 0, "reasons": []})
-            row["rules"] += int(s.get("rules") or 0)
-            row["loaded"] += int(s.get("loaded") or 0)
-            row["methods"].append(str(s.get("method", "?")))
-            row["reasons"] += [(t, n) for t, n in (s.get("reasons") or []) if isinstance(t, str) and n]
+            acc = out.setdefault((engine, s.source), _Source())
+            acc.rules += s.rules
+            acc.loaded += s.loaded
+            acc.methods.append(s.method)
+            acc.reasons += [(t, n) for t, n in s.reasons if n]
     rows = []
-    for row in out.values():
-        top = sorted(row["reasons"], key=lambda tn: -tn[1])[:3]
-        share = row["loaded"] / row["rules"] if row["rules"] else 1.0
-        rows.append({"engine": row["engine"], "source": row["source"], "method": ", ".join(dict.fromkeys(row["methods"])),
-                     "rules": number(row["rules"]), "loaded": number(row["loaded"]), "share": f"{share:.1%}",
-                     "reasons": "; ".join(f"{t} ({n})" for t, n in top)})
+    for (engine, source), acc in out.items():
+        top = sorted(acc.reasons, key=lambda tn: -tn[1])[:3]
+        share = acc.loaded / acc.rules if acc.rules else 1.0
+        rows.append(RuleRow(engine, source, ", ".join(dict.fromkeys(acc.methods)), number(acc.rules),
+                            number(acc.loaded), f"{share:.1%}", "; ".join(f"{t} ({n})" for t, n in top)))
     return rows
 
 
@@ -71,18 +113,16 @@ def engine_section(campaign: Campaign, rows: Sequence[CaseResult]) -> EngineSect
         ordered = sorted(members, key=lambda m: m.params.engine)
         for r in ordered:
             cells = [median_and_ci(r, k, scale, digits) for _, k, scale, digits in ENGINE_COLUMNS]
-            ci = r.extra.get("alerts_common_rules_ci")
-            common_cell = value_and_ci(r.extra.get("alerts_common_rules"), tuple(ci) if ci else None, 1.0, 0)
+            on_common = r.engines.common if r.engines else None
+            common_cell = value_and_ci(on_common.alerts_common_rules if on_common else None,
+                                       on_common.alerts_common_rules_ci if on_common else None, 1.0, 0)
             # each engine after the first: the effect-size verdict against the first (analysis.effect)
             versus = [] if r is ordered[0] else \
                 [*(verdict_text(metric_delta(ordered[0], r, k)) for _, k, _, _ in ENGINE_COLUMNS), ""]
-            engines.append({"engine": r.params.engine, "samples": r.samples, "status": r.status,
-                            "cells": [*cells, common_cell], "versus": versus,
-                            "versus_base": ordered[0].params.engine,
-                            "share": "–" if r.extra.get("rules_loaded_share") is None
-                            else f"{r.extra['rules_loaded_share']:.1%}"})
+            share = r.engines.rules_loaded_share if r.engines else None
+            engines.append(EngineCells(r.params.engine, r.samples, r.status, [*cells, common_cell], versus,
+                                       ordered[0].params.engine, "–" if share is None else f"{share:.1%}"))
         limits = ", ".join(x for x in (f"{cpus:g} CPU" if cpus else "", f"{memory} mem" if memory else "") if x)
-        groups.append({"setup": setup, "trace": trace_label(str(trace)), "rate": rate, "load": f"{replayers}X",
-                       "limits": limits, "engines": engines})
+        groups.append(EngineGroup(str(setup), trace_label(str(trace)), str(rate), f"{replayers}X", limits, engines))
     titles = [t for t, *_ in ENGINE_COLUMNS] + ["alerts on common rules"]
     return EngineSection(_rule_rows(rules), len(common) if common is not None else None, groups, titles)

@@ -18,7 +18,7 @@ PHASE_COLOURS = {"setup": "#8c8c8c", "sensor_start": "#bcbd22", "ready": "#ff7f0
 
 def phases_figure(rows: Sequence[CaseResult]) -> Figure | None:
     """Stacked bars per case: the median seconds of each phase over its ok samples."""
-    rows = [r for r in rows if r.extra.get("phases")]
+    rows = [r for r in rows if r.phases]
     if not rows:
         return None
     fig, axes = new_figure(1, 1, "Where a sample's time goes (median seconds per phase)")
@@ -26,7 +26,7 @@ def phases_figure(rows: Sequence[CaseResult]) -> Figure | None:
     xs = np.arange(len(rows))
     bottom = np.zeros(len(rows))
     for name in PHASES:
-        values = np.array([float((r.extra.get("phases") or {}).get(name) or 0.0) for r in rows])
+        values = np.array([r.phases.get(name, 0.0) for r in rows])
         if not values.any():
             continue
         ax.bar(xs, values, bottom=bottom, color=PHASE_COLOURS[name], label=name.replace("_", " "), width=0.7)

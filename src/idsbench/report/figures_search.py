@@ -61,12 +61,12 @@ def repeats_figure(campaign: Campaign) -> Figure | None:
                color="#1f77b4", alpha=0.35, label="relevant bounds")
         ax.scatter(xs, lowers, color="#1f77b4", zorder=3, label="NDR (relevant lower bound)")
         fields = repeat_fields(result)
-        ci = fields.get("ndr_ci")
+        ci = fields.ndr_ci
         ndr = next((r.value_pps for r in result.results if r.tolerance == 0), None)
-        if isinstance(ci, list):
-            level = fields.get("ndr_ci_level")
+        if ci is not None:
+            level = fields.ndr_ci_level
             ax.axhspan(ci[0], ci[1], color="#ff7f0e", alpha=0.15,
-                       label=f"CI of the median ({float(level):.0%})" if isinstance(level, float) else "CI")
+                       label=f"CI of the median ({level:.0%})" if level is not None else "CI")
         if ndr is not None:
             ax.axhline(ndr, color="#ff7f0e", linestyle="--", label="median NDR")
         ax.set_xticks(xs)

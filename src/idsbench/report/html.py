@@ -30,11 +30,14 @@ from idsbench.report.engines import engine_section
 from idsbench.report.figures import build_figures
 from idsbench.report.fmt import COLUMNS, MIB, count_text, load_label, median_and_ci, number, value_and_ci
 from idsbench.report.style import setup_colors, variant
+from idsbench.store.campaigndoc import HostFingerprint
 from idsbench.store.layout import CAMPAIGN_FILE, COUNTERS_FILE, EVE_FILE, MONITOR_FILE, PROBE_FILE, REPORT_FILE, SUMMARY_FILE
 from idsbench.store.reader import Campaign, load_campaign
 from idsbench.store.schema import CaseResult, SearchResult
 
 RAW_FILES = (SUMMARY_FILE, COUNTERS_FILE, MONITOR_FILE, EVE_FILE, "suricata.log", "suricata.yaml")
+View = dict[str, object]  # what a template shows of one item: its values, printed by Jinja only
+
 OVERHEAD_COLUMNS = (("extra host CPU (pp)", "host_cpu_pct", 1.0, 1, False),
                     ("extra sensor CPU (pp)", "sensor_cpu_pct", 1.0, 1, False),
                     ("extra memory (MiB)", "sensor_rss_peak_bytes", MIB, 1, False),
@@ -70,7 +73,7 @@ def write_report(campaign_dir: Path | str, *, baseline: str = "baremetal",
         overhead_note=(f"No overhead table: the campaign has no {baseline} cases, or no other setup with "
                        f"matching trace, rate, load and limits."),
         environment=_environment(campaign), host=_host(campaign.root), spec_json=json.dumps(
-            campaign.doc.model_dump(mode="json", include={"spec", "inputs", "cases"}), indent=2, default=str),
+            campaign.doc.model_dump(mode="json", include={"spec", "inputs", "cases"}), indent=2),
         raw=_raw(campaign), campaign_file=CAMPAIGN_FILE, probe_file=PROBE_FILE,
         searches=[_search_view(campaign, r) for r in campaign.searches.values()],
         waterfall_titles=[t for t, _ in WATERFALL_COLUMNS],
@@ -83,12 +86,12 @@ def write_report(campaign_dir: Path | str, *, baseline: str = "baremetal",
     return out
 
 
-def _meta(campaign: Campaign) -> dict[str, Any]:
+def _meta(campaign: Campaign) -> View:
     created = campaign.doc.created_unix
     spec = campaign.doc.spec
-    return {"name": campaign.name, "description": spec.get("description") or "",
+    return {"name": campaign.name, "description": spec.description,
             "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(created)) if created else "unknown",
-            "root": str(campaign.root.resolve()), "samples": spec.get("samples", "?"),
+            "root": str(campaign.root.resolve()), "samples": spec.samples,
             "interval": f"{campaign.stats_interval_s:g}"}
 
 
@@ -98,16 +101,16 @@ WATERFALL_COLUMNS = (("sent", "sent_pkts"), ("sender loss", "loss_sender_pkts"),
                      ("decoded", "decoded_pkts"), ("unaccounted", "unaccounted_pkts"))
 
 
-def _waterfall_view(campaign: Campaign, row: CaseResult) -> dict[str, Any]:
+def _waterfall_view(campaign: Campaign, row: CaseResult) -> View:
     invisible = sorted({p for s in campaign.samples_of(row.case) for p in s.summary.invisible})
-    degraded = row.extra.get("degraded_sensor") or {}
+    degraded = row.degraded_sensor
     return {"case": f"{row.params.setup} {load_label(row)} {row.params.rate}",
             "cells": [number(row.medians.get(key), 0) for _, key in WATERFALL_COLUMNS],
             "invisible": ", ".join(invisible) or "–",
             "degraded": ", ".join(f"{k} {number(v, 0)}" for k, v in degraded.items()) or "–"}
 
 
-def _search_view(campaign: Campaign, result: SearchResult) -> dict[str, Any]:
+def _search_view(campaign: Campaign, result: SearchResult) -> View:
     try:
         p = campaign.case(result.case_id).params
         case = f"{p.setup} {trace_label(p.trace)} {p.replayers}X"
@@ -139,24 +142,23 @@ def _repeats_view(result: SearchResult) -> dict[str, str]:
     """The repeats of a search side by side: each one's NDR and relevant bounds, their median and CI."""
     f = repeat_fields(result)
     g = result.goals
-    ci = f.get("ndr_ci")
+    ci = f.ndr_ci
     ndr = next((r for r in result.results if r.tolerance == 0), None)
     bounds = []
     for rep in result.repeats:
         r0 = next((r for r in rep.results if r.tolerance == 0), None)
         if r0 is not None:
             bounds.append(f"[{number(r0.relevant_lower, 2)}, {number(r0.relevant_upper, 2)}]")
-    level = f.get("ndr_ci_level")
+    level = f.ndr_ci_level
     return {
         "goals": "–" if g is None else (f"exceed {g.exceed_ratio:g}, width {g.relative_width:g}, trials "
                                         f"{g.initial_trial_s:g}→{g.final_trial_s:g} s, sum {g.duration_sum_s:g} s"),
-        "repeat_ndrs": ", ".join(number(x, 0) for x in (f.get("ndr_repeats") or [])) or "–",  # type: ignore[attr-defined]
+        "repeat_ndrs": ", ".join(number(x, 0) for x in f.ndr_repeats) or "–",
         "repeat_bounds": "; ".join(bounds) or "–",
         "median_ndr": number(ndr.value_pps, 0) if ndr else "–",
-        "ndr_ci": f"[{number(ci[0], 0)}, {number(ci[1], 0)}] ({float(level or 0):.0%})"  # type: ignore[index,arg-type]
-        if ci else "–",
+        "ndr_ci": f"[{number(ci[0], 0)}, {number(ci[1], 0)}] ({float(level or 0):.0%})" if ci else "–",
         "conditional": number(ndr.conditional_pps, 0) if ndr else "–",
-        "capacity": number(f.get("ndr_capacity_pps"), 0)}
+        "capacity": number(f.ndr_capacity_pps, 0)}
 
 
 def _profile_view(campaign: Campaign, row: CaseResult) -> dict[str, Any] | None:
@@ -197,7 +199,7 @@ def _coverage_note(rows: list[CaseResult]) -> str:
     return ", ".join(f"{n} samples: {level:.1%}" for n, level in levels) or "no samples"
 
 
-def _row_view(row: CaseResult) -> dict[str, Any]:
+def _row_view(row: CaseResult) -> View:
     """What the template shows of one case (strings, ready to print)."""
     p = row.params
     status = row.status if len(row.status_counts) <= 1 else \
@@ -209,7 +211,7 @@ def _row_view(row: CaseResult) -> dict[str, Any]:
             "cells": [median_and_ci(row, key, scale, digits) for _, key, scale, digits in COLUMNS]}
 
 
-def _overhead_view(o: Overhead) -> dict[str, Any]:
+def _overhead_view(o: Overhead) -> View:
     cells = []
     for _, key, scale, digits, pct_only in OVERHEAD_COLUMNS:
         m = o.metrics[key]
@@ -224,17 +226,26 @@ def _overhead_view(o: Overhead) -> dict[str, Any]:
 
 
 def _environment(campaign: Campaign) -> list[tuple[str, str]]:
+    """The host's fingerprint, each engine's version, and on hosts each host's hello and the pairs."""
+    env = campaign.doc.environment
     out = []
-    for key, value in campaign.doc.environment.items():
-        if isinstance(value, dict):
-            value = value.get("version") or json.dumps(value, default=str)[:300]
+    for key, value in env.model_dump(exclude_unset=True).items():
+        if key not in HostFingerprint.model_fields:
+            continue
         if key == "mem_total_bytes" and isinstance(value, (int, float)):
             value = f"{value / 2**30:.1f} GiB"
         out.append((key, str(value)))
+    if env.controller:
+        out.append(("controller", "True"))
+    out += [(name, build.version or json.dumps(build.record())[:300]) for name, build in env.engines.items()]
+    if env.hosts:
+        out.append(("hosts", json.dumps(env.hosts, default=str)[:300]))
+    if env.pairs:
+        out.append(("pairs", json.dumps(env.pairs)[:300]))
     return out
 
 
-def _host(root: Path) -> dict[str, Any] | None:
+def _host(root: Path) -> View | None:
     """The campaign's host probe (store.reader.read_probe) as table rows, with its trap warnings."""
     if not (root / PROBE_FILE).is_file():
         return None
@@ -245,8 +256,8 @@ def _host(root: Path) -> dict[str, Any] | None:
     return {"rows": facts(probe), "warnings": probe_warnings(probe), "notes": probe.notes}
 
 
-def _raw(campaign: Campaign) -> list[dict[str, Any]]:
-    out = []
+def _raw(campaign: Campaign) -> list[View]:
+    out: list[View] = []
     for info in campaign.cases:
         samples = []
         for s in campaign.samples_of(info.case_id):
@@ -259,7 +270,7 @@ def _raw(campaign: Campaign) -> list[dict[str, Any]]:
     return out
 
 
-def _rule_cost_views(campaign: Campaign, top: int = 20) -> list[dict[str, Any]]:
+def _rule_cost_views(campaign: Campaign, top: int = 20) -> list[View]:
     """Per profiled case: its costliest rules, all rules' time against the sensor's CPU time, and the
     cost per rule file and ET category (analysis/rules.py)."""
     from idsbench.analysis.rules import case_rule_time, case_rules, group_costs, rule_catalog
@@ -268,7 +279,7 @@ def _rule_cost_views(campaign: Campaign, top: int = 20) -> list[dict[str, Any]]:
         return "–" if value is None else f"{value:.3%}"
 
     info = rule_catalog(campaign)
-    views = []
+    views: list[View] = []
     for case in campaign.cases:
         rules = case_rules(campaign, case.case_id, info)
         if not rules:
@@ -306,18 +317,18 @@ def _rule_time_text(t: RuleTime | None) -> str:
 AXIS_TITLES = {"engine": "Builds compared", "rules": "Rulesets compared"}
 
 
-def _axis_views(rows: list[CaseResult]) -> list[dict[str, Any]]:
+def _axis_views(rows: list[CaseResult]) -> list[View]:
     """Per compared axis (engines/builds, rulesets), its cases compared value by value (analysis/builds.py)."""
     from idsbench.analysis.builds import COMPARED_AXES, compare_along
 
-    sections = []
+    sections: list[View] = []
     for axis in COMPARED_AXES:
         views = []
         for c in compare_along(rows, axis):
             base, contender = c.values
             if axis == "engine":
-                base += f" ({c.base.extra.get('engine_version') or '?'})"
-                contender += f" ({c.contender.extra.get('engine_version') or '?'})"
+                base += f" ({c.base.engine_version or '?'})"
+                contender += f" ({c.contender.engine_version or '?'})"
             views.append({"base": base, "contender": contender, "case": c.contender.case,
                           "cells": [{"metric": m, "value": _delta_text(m, d)} for m, d in c.deltas.items()]})
         if views:

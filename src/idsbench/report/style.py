@@ -11,9 +11,9 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import matplotlib
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
@@ -97,7 +97,7 @@ def hide_unused(axes: list[list[Axes]], used: int) -> None:
 
 def legend_once(fig: Figure, axes: Sequence[Axes]) -> None:
     """One legend for the whole figure, from the union of the panels' labelled artists."""
-    seen: dict[str, Any] = {}
+    seen: dict[str, Artist] = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             seen.setdefault(label, handle)

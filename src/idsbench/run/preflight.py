@@ -18,12 +18,23 @@ from idsbench.run.session import split_cpus
 from idsbench.run.truth import ground_truths
 from idsbench.sensors import registry, rulesets
 from idsbench.sensors.base import SensorEngine, SensorOptions
-from idsbench.spec import Spec
+from idsbench.spec import DEFAULT_RULESET, Spec
 from idsbench.store import atomic
+from idsbench.store.campaigndoc import (
+    CampaignDoc,
+    ConfigInput,
+    EngineBuild,
+    Environment,
+    Inputs,
+    RuleFileInput,
+    RuleLoadInput,
+    RuleSetInput,
+    TraceInput,
+)
 from idsbench.store.environment import fingerprint, sha256_file
 from idsbench.store.layout import CampaignDir
 from idsbench.store.reader import read_campaign_doc
-from idsbench.store.schema import CampaignDoc, PerSecond, PlannedCase, TraceRecord
+from idsbench.store.schema import PerSecond, PlannedCase, TraceRecord
 from idsbench.traffic.pcap import read_info
 from idsbench.traffic.resolve import resolve_trace, synth_metadata
 
@@ -40,18 +51,18 @@ def check_host() -> None:
 
 def resolve_traces(spec: Spec, cache_dir: Path) -> dict[str, TraceRecord]:
     traces = {}
-    for ref in spec.traffic.traces:
+    for ref in spec.traffic.trace_refs():
         source = ref if ref.startswith("builtin:") else str(spec.resolve_path(ref))
         path = resolve_trace(source, cache_dir)
         info = read_info(path, cache_dir=cache_dir)
         if info.packets == 0:
             raise SpecError(f"trace {ref} ({path}) holds no packets.", fix="give a capture with packets.")
-        meta = synth_metadata(path) or {}
+        meta = synth_metadata(path)
         traces[ref] = TraceRecord(
             ref=ref, path=str(path), sha256=info.sha256, packets=info.packets, bytes=info.bytes,
             duration_s=info.duration_s, max_frame=info.max_frame,
             per_second=tuple(PerSecond.model_validate(p) for p in (info.per_second or ())),
-            markers=meta.get("markers"),
+            markers=meta.markers if meta else None,
         )
     return traces
 
@@ -110,7 +121,7 @@ def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path
         engine = registry.engine(name)
         engine.require()
         engines[name] = engine
-        for ruleset, refs in spec.sensor.ruleset_axis():
+        for ruleset, refs in spec.rulesets_used().items():  # the rules axis and every trace's own rules
             key = options_key(name, ruleset)
             resolved = [r if r.startswith("builtin:") else str(spec.resolve_path(r)) for r in refs]
             options[key] = sensor_options(spec, engine, resolved)
@@ -128,7 +139,7 @@ def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path
         overlays=overlays,
     )
     if not layout.campaign_file.exists():
-        atomic.write_json(layout.campaign_file, campaign_doc(ctx, cases, spec_doc).to_json())
+        atomic.write_json(layout.campaign_file, campaign_doc(ctx, cases).to_json())
     ctx.warnings.extend(noise_warnings)
     ctx.warnings.extend(record_probe(layout, probe_suricata="suricata" in engines, noise=noise))
     ground_truths(ctx, cases)
@@ -144,38 +155,37 @@ def check_resume(layout: CampaignDir, out_dir: Path, spec_doc: dict[str, object]
     if not resume:
         raise SpecError(f"{out_dir} already holds a campaign.",
                         fix="pass --resume to complete it, or choose another --out directory.")
-    if _as_current(previous.spec) != spec_doc:
+    if previous.spec_problem:
+        raise SpecError(f"{out_dir} holds campaign {previous.name!r}: {previous.spec_problem}.",
+                        fix="complete it with the idsbench version that started it, or choose another --out "
+                            "directory.")
+    # the stored spec as this version writes it (new keys with their defaults)
+    if previous.spec.model_dump(mode="json") != spec_doc:
         raise SpecError(f"{out_dir} holds campaign {previous.name!r} with a different spec.",
                         fix="resume with the same spec file, or choose another --out directory.")
 
 
-def _as_current(stored: dict[str, object]) -> dict[str, object] | None:
-    """A stored spec as this version writes it (new keys with their defaults), None if it no longer loads."""
-    try:
-        return Spec.model_validate(stored).model_dump(mode="json")
-    except ValueError:
-        return None
-
-
-def campaign_doc(ctx: CampaignContext, cases: list[Case], spec_doc: dict[str, object]) -> CampaignDoc:
-    env: dict[str, object] = dict(fingerprint())
-    for name, engine in ctx.engines.items():
-        env[name] = engine.build_info()
+def campaign_doc(ctx: CampaignContext, cases: list[Case]) -> CampaignDoc:
+    env = Environment(**fingerprint().model_dump(),
+                      engines={name: EngineBuild.model_validate(engine.build_info()) for name, engine in ctx.engines.items()})
     rules = {str(p): sha256_file(p) for opts in ctx.options.values() for p in opts.rules}
+    named = {name: tuple(refs) for name, refs in ctx.spec.rulesets_used().items() if name != DEFAULT_RULESET}
     return CampaignDoc(
-        created_unix=time.time(), spec=spec_doc, environment=env,
-        inputs={"traces": {ref: t.model_dump(mode="json", exclude={"per_second"}) for ref, t in ctx.traces.items()},
-                "rules": [{"path": p, "sha256": h} for p, h in rules.items()],
-                "rule_load": {name: rule_load_doc(loads) for name, loads in ctx.rule_loads.items()},
-                "configs": {name: {"path": str(p), "sha256": sha256_file(p)} for name, p in ctx.overlays.items()}},
+        created_unix=time.time(), spec=ctx.spec, environment=env,
+        inputs=Inputs(traces={ref: TraceInput.model_validate(t.model_dump()) for ref, t in ctx.traces.items()},
+                      rules=tuple(RuleFileInput(path=p, sha256=h) for p, h in rules.items()),
+                      rule_load={name: rule_load_doc(loads) for name, loads in ctx.rule_loads.items()},
+                      configs={name: ConfigInput(path=str(p), sha256=sha256_file(p)) for name, p in ctx.overlays.items()},
+                      rulesets=named),
         cases=tuple(PlannedCase.model_validate({"case_id": c.case_id, **c.params(), "samples": len(c.samples)})
                     for c in cases),
     )
 
 
-def rule_load_doc(loads: tuple[rulesets.RuleSetLoad, ...]) -> dict[str, object]:
+def rule_load_doc(loads: tuple[rulesets.RuleSetLoad, ...]) -> RuleLoadInput:
     """The campaign file's `inputs.rule_load.<engine>`: each set's share, the totals, the text-rule ids
     loaded (analysis compares alerts between engines on the ids every engine loaded)."""
     rules, loaded = rulesets.totals(loads)
     sids = sorted({sid for load in loads for sid in load.sids})
-    return {"sets": [load.summary() for load in loads], "rules": rules, "loaded": loaded, "sids": sids}
+    return RuleLoadInput(sets=tuple(RuleSetInput.model_validate(load.summary()) for load in loads), rules=rules,
+                         loaded=loaded, sids=tuple(sids))

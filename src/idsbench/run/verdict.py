@@ -13,8 +13,10 @@ Labels (e.g. `sender-off`, `undrained`, `emulated`) and warnings never change th
 from __future__ import annotations
 
 import signal
-from dataclasses import dataclass, field, fields
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from pydantic import TypeAdapter
 
 from idsbench.accounting import Waterfall
 from idsbench.infra.cgroups import MemoryEvents, starved_fix
@@ -38,15 +40,17 @@ class ReplayerFacts:
     timed_out: bool = False
     per_second: tuple[PerSecond, ...] = ()  # sent (and, with a schedule, due) packets per second
 
-    def to_json(self) -> dict[str, Any]:
-        """Plain JSON (what a remote sender host answers with)."""
-        doc = {f.name: getattr(self, f.name) for f in fields(self)}
-        doc["per_second"] = [p.model_dump(mode="json") for p in self.per_second]
+    def to_json(self) -> dict[str, object]:
+        """Plain JSON (what a remote sender host answers with; hosts.protocol carries it the same way)."""
+        doc: dict[str, object] = _FACTS.dump_python(self, mode="json")
         return doc
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> ReplayerFacts:
-        return cls(**{**doc, "per_second": tuple(PerSecond.model_validate(p) for p in doc.get("per_second", ()))})
+    def from_json(cls, doc: Mapping[str, object]) -> ReplayerFacts:
+        return _FACTS.validate_python(doc)
+
+
+_FACTS = TypeAdapter(ReplayerFacts)
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,13 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
-from typing import Any
 
-from idsbench.store.schema import CampaignDoc, CaseParams, CaseResult
+from pydantic import JsonValue
+
+from idsbench.probe.model import HostProbe
+from idsbench.spec import Spec
+from idsbench.store.campaigndoc import CampaignDoc, Environment, Inputs
+from idsbench.store.schema import CaseParams, CaseResult
 
 SOFTWARE_PARTS = ("build", "rules_digest", "rules_count", "config_digest", "set_digest")
 
@@ -56,7 +60,7 @@ class CaseKey:
         return _digest(self.series_fields)
 
 
-def _digest(value: Any, n: int = 16) -> str:
+def _digest(value: object, n: int = 16) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:n]
 
 
@@ -65,37 +69,37 @@ def _unknown(campaign: str) -> str:
 
 
 def _build(doc: CampaignDoc, engine: str, campaign: str) -> str:
-    info = doc.environment.get(engine)
-    if not isinstance(info, dict) or not info.get("version"):
+    info = doc.environment.engines.get(engine)
+    if info is None or not info.version:
         return _unknown(campaign)
-    return f"{info['version']}/{_digest(info, 8)}"
+    return f"{info.version}/{_digest(info.record(), 8)}"
 
 
 def _rules(doc: CampaignDoc, engine: str, campaign: str) -> tuple[str, str]:
-    files = doc.inputs.get("rules")
-    if not isinstance(files, list) or not all(isinstance(f, dict) and f.get("sha256") for f in files):
+    files = doc.inputs.rules
+    if files is None or not all(f.sha256 for f in files):
         return _unknown(campaign), _unknown(campaign)
-    digest = _digest(sorted(str(f["sha256"]) for f in files))
-    load = (doc.inputs.get("rule_load") or {}).get(engine)
-    count = str(load.get("rules")) if isinstance(load, dict) and load.get("rules") is not None else _unknown(campaign)
-    return digest, count
+    digest = _digest(sorted(f.sha256 for f in files))
+    load = doc.inputs.rule_load.get(engine)
+    return digest, str(load.rules) if load is not None else _unknown(campaign)
 
 
 def _config(doc: CampaignDoc, name: str, campaign: str) -> str:
     if name == "default":
         return "default"
-    overlay = (doc.inputs.get("configs") or {}).get(name)
-    if not isinstance(overlay, dict) or not overlay.get("sha256"):
+    overlay = doc.inputs.configs.get(name)
+    if overlay is None or not overlay.sha256:
         return _unknown(campaign)
-    return f"{name}/{str(overlay['sha256'])[:16]}"
+    return f"{name}/{overlay.sha256[:16]}"
 
 
-def _set_digest(doc: CampaignDoc, engine: str) -> str:
-    sensor = doc.spec.get("sensor") or {}
-    overrides = sensor.get("set") if isinstance(sensor, dict) else None
-    if not isinstance(overrides, dict) or not overrides:
+def _set_digest(doc: CampaignDoc, engine: str, campaign: str) -> str:
+    if doc.spec_problem:  # the spec was read with some keys at their defaults: its sensor.set is not known
+        return _unknown(campaign)
+    overrides = doc.spec.sensor.set
+    if not overrides:
         return "none"
-    mine = {k: v for k, v in overrides.items() if not isinstance(v, dict)}  # plain keys go to every engine
+    mine: dict[str, JsonValue] = {k: v for k, v in overrides.items() if not isinstance(v, dict)}  # every engine's
     own = overrides.get(engine)
     if isinstance(own, dict):
         mine.update(own)
@@ -103,31 +107,29 @@ def _set_digest(doc: CampaignDoc, engine: str) -> str:
 
 
 def _trace(doc: CampaignDoc, ref: str, campaign: str) -> str:
-    info = (doc.inputs.get("traces") or {}).get(ref)
-    sha = info.get("sha256") if isinstance(info, dict) else None
-    return str(sha) if sha else _unknown(campaign)
+    info = doc.inputs.traces.get(ref)
+    return info.sha256 if info is not None and info.sha256 else _unknown(campaign)
 
 
-def host_digest(doc: CampaignDoc, probe: dict[str, Any] | None, campaign: str) -> str:
+def host_digest(doc: CampaignDoc, probe: HostProbe | None, campaign: str) -> str:
     """The machine: hostname + the probe's hardware (or, without a probe, the environment's CPU
     model/count and memory, marked `env:` so the two kinds never join by accident)."""
     env = doc.environment
-    if probe:
-        cpu = probe.get("cpu") or {}
-        facts = {"hostname": env.get("hostname"), "model": cpu.get("model"), "count": cpu.get("count"),
-                 "sockets": cpu.get("sockets"), "threads_per_core": cpu.get("threads_per_core"),
-                 "numa_nodes": len(probe.get("numa_nodes") or []),
-                 "memory_gib": round((probe.get("memory_bytes") or 0) / 2**30),
-                 "hypervisor": probe.get("hypervisor")}
+    if probe is not None:
+        cpu = probe.cpu
+        facts: dict[str, JsonValue] = {
+            "hostname": env.hostname, "model": cpu.model, "count": cpu.count, "sockets": cpu.sockets,
+            "threads_per_core": cpu.threads_per_core, "numa_nodes": len(probe.numa_nodes),
+            "memory_gib": round((probe.memory_bytes or 0) / 2**30), "hypervisor": probe.hypervisor}
         return _digest(facts)
-    if not env.get("hostname") and not env.get("cpu_model"):
+    if not env.hostname and not env.cpu_model:
         return _unknown(campaign)
-    facts = {"hostname": env.get("hostname"), "model": env.get("cpu_model"), "count": env.get("cpus"),
-             "memory_gib": round((env.get("mem_total_bytes") or 0) / 2**30)}
+    facts = {"hostname": env.hostname, "model": env.cpu_model, "count": env.cpus,
+             "memory_gib": round((env.mem_total_bytes or 0) / 2**30)}
     return "env:" + _digest(facts)
 
 
-def case_key(doc: CampaignDoc, params: CaseParams, probe: dict[str, Any] | None, campaign: str) -> CaseKey:
+def case_key(doc: CampaignDoc, params: CaseParams, probe: HostProbe | None, campaign: str) -> CaseKey:
     """The key of one case of a campaign (`campaign`: its id, used only for unknown parts)."""
     engine = params.engine
     rules_digest, rules_count = _rules(doc, engine, campaign)
@@ -135,7 +137,7 @@ def case_key(doc: CampaignDoc, params: CaseParams, probe: dict[str, Any] | None,
             f"flows={params.flows} sender={params.sender}")
     return CaseKey(
         engine=engine, build=_build(doc, engine, campaign), rules_digest=rules_digest, rules_count=rules_count,
-        config_digest=_config(doc, params.config, campaign), set_digest=_set_digest(doc, engine),
+        config_digest=_config(doc, params.config, campaign), set_digest=_set_digest(doc, engine, campaign),
         setup=params.setup, cpus=str(params.cpus), memory=str(params.memory),
         trace_sha256=_trace(doc, params.trace, campaign), load=load,
         host_digest=host_digest(doc, probe, campaign))
@@ -145,10 +147,11 @@ def case_key(doc: CampaignDoc, params: CaseParams, probe: dict[str, Any] | None,
 class CampaignFacts:
     """What a trend's "what changed" compares between two campaigns (campaign.json parts, probe.json)."""
 
-    spec: dict[str, Any]
-    environment: dict[str, Any]
-    inputs: dict[str, Any]
-    probe: dict[str, Any] | None
+    spec: Spec
+    environment: Environment
+    inputs: Inputs
+    probe: HostProbe | None
+    spec_problem: str | None = None   # the stored spec did not validate (CampaignDoc.spec_problem)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from idsbench import __version__
+from idsbench.store.campaigndoc import HostFingerprint
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
@@ -70,16 +71,16 @@ def tcpreplay_version() -> str:
     return match.group(1) if match else "unknown"
 
 
-def fingerprint() -> dict[str, object]:
-    return {
-        "hostname": platform.node(),
-        "cpu_model": _cpu_model(),
-        "cpus": os.cpu_count(),
-        "mem_total_bytes": _mem_total(),
-        "kernel": platform.release(),
-        "os": _os_release(),
-        "cgroup": cgroup_version(),
-        "python": sys.version.split()[0],
-        "idsbench": __version__,
-        "tcpreplay": tcpreplay_version(),
-    }
+def fingerprint() -> HostFingerprint:
+    return HostFingerprint(
+        hostname=platform.node(),
+        cpu_model=_cpu_model(),
+        cpus=os.cpu_count(),
+        mem_total_bytes=_mem_total(),
+        kernel=platform.release(),
+        os=_os_release(),
+        cgroup=cgroup_version(),
+        python=sys.version.split()[0],
+        idsbench=__version__,
+        tcpreplay=tcpreplay_version(),
+    )

@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -30,6 +29,7 @@ from idsbench.store.index_rows import (
     SAMPLE_COLUMNS,
     SCHEMA_VERSION,
     AnalysedCampaign,
+    Row,
     campaign_digest,
     campaign_row,
     case_rows,
@@ -230,13 +230,18 @@ _ARROW = {"VARCHAR": pa.string(), "JSON": pa.string(), "INTEGER": pa.int64(), "D
           "MAP(VARCHAR, DOUBLE)": pa.map_(pa.string(), pa.float64())}
 
 
-def _insert(con: duckdb.DuckDBPyConnection, name: str, rows: list[dict[str, Any]]) -> None:
+def _cell(value: object, column_type: str) -> object:
+    """A row's value as Arrow takes it (a MAP column from a dict: its items)."""
+    return list(value.items()) if column_type.startswith("MAP") and isinstance(value, dict) else value
+
+
+def _insert(con: duckdb.DuckDBPyConnection, name: str, rows: list[Row]) -> None:
     """Insert rows through one Arrow table (fast, typed); TIMESTAMP columns arrive as unix seconds."""
     if not rows:
         return
     columns = TABLES[name]
     schema = pa.schema([(c, _ARROW[t.removesuffix(" PRIMARY KEY")]) for c, t in columns.items()])
-    data = [{c: (list(r[c].items()) if columns[c].startswith("MAP") else r[c]) for c in columns} for r in rows]
+    data = [{c: _cell(r[c], columns[c]) for c in columns} for r in rows]
     batch = pa.Table.from_pylist(data, schema=schema)  # noqa: F841 (read by DuckDB below)
     stamps = [c for c, t in columns.items() if t == "TIMESTAMP"]
     replace = f" REPLACE ({', '.join(f'make_timestamp(CAST({c} * 1e6 AS BIGINT)) AS {c}' for c in stamps)})" \

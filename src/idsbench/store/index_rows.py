@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from idsbench.store.campaigndoc import Environment
 from idsbench.store.casekey import case_key
 from idsbench.store.layout import CAMPAIGN_FILE, CASES_DIR, COUNTERS_FILE, MONITOR_FILE, SUMMARY_FILE
-from idsbench.store.reader import Campaign, read_probe_doc
+from idsbench.store.reader import Campaign, probe_or_none, read_probe_doc
 from idsbench.store.schema import CASE_METRICS, CaseResult, SampleSummary, phase_seconds
 
-SCHEMA_VERSION = "4"  # 3: every case metric (sender, loss waterfall, recall) is a column; 4: overhead_s, phases, case keys (store.casekey)
+SCHEMA_VERSION = "5"  # 3: every case metric (sender, loss waterfall, recall) is a column; 4: overhead_s, phases, case
+# keys (store.casekey); 5: `row` holds the typed CaseResult (no `extra`), environment with its `engines`
 SERIES_FILES = (SUMMARY_FILE, COUNTERS_FILE, MONITOR_FILE)  # what the digest watches (not eve.json)
 # Stored as columns: the case medians (and their CIs) of CASE_METRICS, and the per-sample figures.
 SAMPLE_FIGURES = (*CASE_METRICS, "decode_ratio")
@@ -79,9 +81,13 @@ def _stat_into(h: Any, path: Path, label: str) -> None:
         h.update(f"{label}\0-\n".encode())
 
 
-def environment_fingerprint(env: dict[str, Any]) -> str:
+def environment_fingerprint(env: Environment) -> str:
     """Short stable digest of campaign.json's environment (same host + versions = same value)."""
-    return hashlib.sha256(json.dumps(env, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(env.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[:16]
+
+
+# One row of a table: column -> value (DuckDB casts it to the column's type, CAMPAIGN/CASE/SAMPLE_COLUMNS).
+Row = dict[str, object]
 
 
 @dataclass(frozen=True)
@@ -94,33 +100,35 @@ class AnalysedCampaign:
 
 
 def campaign_row(campaign: Campaign, campaign_id: str, rel_path: str, digest: str,
-                 series: dict[str, str | None], now: float) -> dict[str, Any]:
+                 series: dict[str, str | None], now: float) -> Row:
     env = campaign.doc.environment
-    suricata = env.get("suricata") if isinstance(env.get("suricata"), dict) else {}
+    suricata = env.engines.get("suricata")
     created = campaign.doc.created_unix
     return {
         "campaign_id": campaign_id, "name": campaign.name, "path": rel_path,
         "created_unix": float(created) if created is not None else None,
         "created": float(created) if created is not None else None,  # made a TIMESTAMP (UTC) on insert
-        "spec": json.dumps(campaign.doc.spec), "environment": json.dumps(env),
-        "fingerprint": environment_fingerprint(env), "hostname": env.get("hostname"),
-        "kernel": env.get("kernel"), "suricata_version": (suricata or {}).get("version"),
+        "spec": json.dumps(campaign.doc.spec.model_dump(mode="json")),
+        "environment": json.dumps(env.model_dump(mode="json")),
+        "fingerprint": environment_fingerprint(env), "hostname": env.hostname,
+        "kernel": env.kernel, "suricata_version": suricata.version if suricata is not None else None,
         "n_cases": len(campaign.cases), "n_samples": len(campaign.samples),
         "n_incomplete": len(campaign.incomplete), "warnings": list(campaign.warnings),
         "counters_parquet": series.get("counters"), "monitor_parquet": series.get("monitor"),
         "digest": digest, "indexed_unix": now,
-        "inputs": json.dumps(campaign.doc.inputs), "probe": json.dumps(read_probe_doc(campaign.root)),
+        "inputs": json.dumps(campaign.doc.inputs.model_dump(mode="json")),
+        "probe": json.dumps(read_probe_doc(campaign.root)),
     }
 
 
-def case_rows(analysed: AnalysedCampaign, campaign_id: str) -> list[dict[str, Any]]:
+def case_rows(analysed: AnalysedCampaign, campaign_id: str) -> list[Row]:
     """Typed columns for WHERE clauses plus `row`: the case's results-contract JSON object."""
     out = []
-    probe = read_probe_doc(analysed.campaign.root)
+    probe = probe_or_none(analysed.campaign.root)
     for ordinal, result in enumerate(analysed.cases):
         p = result.params
         key = case_key(analysed.campaign.doc, p, probe, campaign_id)
-        rec: dict[str, Any] = {"campaign_id": campaign_id, "campaign": analysed.campaign.name,
+        rec: Row = {"campaign_id": campaign_id, "campaign": analysed.campaign.name,
                                "ordinal": ordinal, "case": result.case, "setup": p.setup,
                                "engine": p.engine, "sender": p.sender, "trace": p.trace,
                                "replayers": p.replayers, "rate": p.rate, "loops": p.loops, "cpus": p.cpus,
@@ -140,7 +148,7 @@ def case_rows(analysed: AnalysedCampaign, campaign_id: str) -> list[dict[str, An
     return out
 
 
-def sample_rows(analysed: AnalysedCampaign, campaign_id: str) -> list[dict[str, Any]]:
+def sample_rows(analysed: AnalysedCampaign, campaign_id: str) -> list[Row]:
     """Every sample: complete ones (any status) and incomplete ones with their reason."""
     campaign = analysed.campaign
     out = []
@@ -154,7 +162,7 @@ def sample_rows(analysed: AnalysedCampaign, campaign_id: str) -> list[dict[str, 
 
 
 def _sample_row(analysed: AnalysedCampaign, campaign_id: str, case_id: str, index: int, path: Path,
-                status: str, reason: str | None, summary: SampleSummary | None) -> dict[str, Any]:
+                status: str, reason: str | None, summary: SampleSummary | None) -> Row:
     figures: dict[str, float | None] = {m: None for m in SAMPLE_FIGURES}
     figures.update({k: v for k, v in (analysed.sample_figures.get((case_id, index)) or {}).items()
                     if k in figures})

@@ -7,6 +7,10 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from pydantic import ValidationError
+
+from idsbench.probe.model import HostProbe
+from idsbench.store.campaigndoc import Environment, Inputs, stored_spec
 from idsbench.store.casekey import CampaignFacts, KeyedCase, key_from_fields
 from idsbench.store.index import connect
 from idsbench.store.schema import CaseResult
@@ -38,6 +42,16 @@ def campaign_facts(root: Path | str, campaign_ids: Sequence[str]) -> dict[str, C
     with connect(root, read_only=True) as con:
         rows = con.execute("SELECT campaign_id, spec, environment, inputs, probe FROM campaigns "
                            "WHERE list_contains(?, campaign_id)", [list(campaign_ids)]).fetchall()
-    return {cid: CampaignFacts(json.loads(spec or "{}"), json.loads(env or "{}"), json.loads(inputs or "{}"),
-                               json.loads(probe) if probe and probe != "null" else None)
-            for cid, spec, env, inputs, probe in rows}
+    out = {}
+    for cid, spec, env, inputs, probe in rows:
+        typed, problem = stored_spec(json.loads(spec or "{}"))
+        out[cid] = CampaignFacts(typed, Environment.model_validate_json(env or "{}"),
+                                 Inputs.model_validate_json(inputs or "{}"), _probe(probe), problem)
+    return out
+
+
+def _probe(text: str | None) -> HostProbe | None:
+    try:
+        return HostProbe.model_validate_json(text) if text and text != "null" else None
+    except ValidationError:  # a probe this version cannot read: the trend compares environments instead
+        return None

@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import JsonValue, ValidationError
 
 from idsbench.errors import InputError
 from idsbench.probe.model import HostProbe
+from idsbench.store.campaigndoc import CAMPAIGN_SCHEMA, CampaignDoc
 from idsbench.store.layout import (
     CAMPAIGN_FILE,
     CASES_DIR,
@@ -32,11 +33,12 @@ from idsbench.store.layout import (
     CampaignDir,
 )
 from idsbench.store.rule_profile import RULE_PROFILE_FILE, RuleCost, read_profile
-from idsbench.store.schema import CampaignDoc, CaseParams, GroundTruth, PlannedCase, SampleSummary, SearchResult
+from idsbench.store.schema import CaseParams, GroundTruth, PlannedCase, SampleSummary, SearchResult
 from idsbench.store.summaryfile import read_summary
 
 __all__ = ["Campaign", "CaseInfo", "IncompleteSample", "SampleRecord", "eve_problem", "host_probe_file",
-           "load_campaign", "read_campaign_doc", "read_host_probe", "read_probe", "read_spec_doc", "read_summary"]
+           "load_campaign", "migrate_campaign", "probe_or_none", "read_campaign_doc", "read_host_probe", "read_probe", "read_spec_doc",
+           "read_summary"]
 
 _SAMPLE_DIR = re.compile(r"^s(\d+)$")
 M = TypeVar("M", SearchResult, GroundTruth)
@@ -128,10 +130,26 @@ def read_campaign_doc(root: Path) -> CampaignDoc:
         doc = _read_json(path)
         if not isinstance(doc, dict):
             raise ValueError("not a JSON object")
-        return CampaignDoc.model_validate(doc)
+        return CampaignDoc.model_validate(migrate_campaign(doc))
     except (OSError, ValueError) as exc:  # ValidationError is a ValueError
         raise InputError(f"{path} is unreadable or not a valid campaign file ({_short(exc)}).",
                          fix="restore it from a copy, or re-run the campaign.") from exc
+
+
+ENVIRONMENT_PARTS = ("hosts", "pairs")  # the object-valued keys of a schema-2 environment that are no engine
+
+
+def migrate_campaign(doc: dict[str, object]) -> dict[str, object]:
+    """A campaign.json of schema 1 or 2 as schema 3 reads it: each engine's build info (an object at the
+    top of `environment`, keyed by the engine's name) moves into `environment.engines`."""
+    schema = doc.get("schema")
+    if isinstance(schema, int) and schema >= CAMPAIGN_SCHEMA:
+        return doc
+    env = doc.get("environment")
+    if isinstance(env, dict):
+        engines = {k: v for k, v in env.items() if isinstance(v, dict) and k not in ENVIRONMENT_PARTS}
+        env = {**{k: v for k, v in env.items() if k not in engines}, "engines": engines}
+    return {**doc, "schema": CAMPAIGN_SCHEMA, "environment": env or {}}
 
 
 def read_probe(path: Path) -> HostProbe:
@@ -158,6 +176,14 @@ def read_probe(path: Path) -> HostProbe:
                          fix="pass a file written by `idsbench probe --json`.") from exc
 
 
+def probe_or_none(root: Path) -> HostProbe | None:
+    """A campaign's host probe; None when it has none or it does not read (older campaigns)."""
+    try:
+        return read_probe(root)
+    except InputError:
+        return None
+
+
 def host_probe_file(layout: CampaignDir, host: str) -> Path:
     """Where a hosts campaign keeps the probe of one host."""
     return layout.root / PROBES_DIR / f"{host}.json"
@@ -171,17 +197,17 @@ def read_host_probe(layout: CampaignDir, host: str) -> HostProbe | None:
         return None
 
 
-def read_spec_doc(root: Path) -> dict[str, Any] | None:
+def read_spec_doc(root: Path) -> dict[str, JsonValue] | None:
     """The resolved spec a campaign directory recorded (JSON); None when `root` is no campaign."""
     if not (root / CAMPAIGN_FILE).is_file():
         return None
-    return dict(read_campaign_doc(root).spec)
+    return read_campaign_doc(root).spec.model_dump(mode="json")
 
 
 def load_campaign(root: Path | str) -> Campaign:
     root = Path(root)
     doc = read_campaign_doc(root)
-    warnings: list[str] = []
+    warnings: list[str] = [f"{root / CAMPAIGN_FILE}: {doc.spec_problem}"] if doc.spec_problem else []
     planned: dict[str, CaseInfo] = {c.case_id: CaseInfo(c.case_id, _params(c), c.samples) for c in doc.cases}
     samples: list[SampleRecord] = []
     incomplete: list[IncompleteSample] = []
@@ -270,7 +296,7 @@ def _short(exc: BaseException) -> str:
     return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
-def read_probe_doc(root: Path | str) -> dict[str, Any] | None:
+def read_probe_doc(root: Path | str) -> dict[str, JsonValue] | None:
     """A campaign's probe.json as stored (None when absent or unreadable: older campaigns have none)."""
     from idsbench.store.layout import PROBE_FILE
 

@@ -11,23 +11,19 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field, JsonValue
 
 from idsbench.counters import Counters
+from idsbench.store.casefigures import EngineFigures, Number, SearchFigures
+from idsbench.store.casefigures import SearchGoals as SearchGoals  # search.json holds it too
+from idsbench.store.record import Record as Record
 
 SUMMARY_SCHEMA = 3  # 3: `phases` (the sample's timeline)
-CAMPAIGN_SCHEMA = 2
 
 # A sample's verdict (docs/architecture.md, "Sample verdicts"). Only `ok` samples enter medians.
 Status = Literal["ok", "invalid", "failed", "oom", "incomplete"]
 STATUSES: tuple[Status, ...] = ("ok", "invalid", "failed", "oom", "incomplete")
 _OLD_STATUS: dict[str, Status] = {"sensor-failed": "failed", "replay-failed": "failed"}
-
-
-class Record(BaseModel):
-    """Frozen; unknown keys of newer or older files are ignored (never an error when reading)."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
 
 
 class CaseParams(Record):
@@ -268,7 +264,7 @@ class SampleSummary(Record):
 
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return self.model_dump(mode="json", by_alias=True)
 
     @property
@@ -368,18 +364,6 @@ class ToleranceResult(Record):
     conditional_pps: float | None = None  # conditional throughput: the lower bound's load × (1 − its quantile loss)
 
 
-class SearchGoals(Record):
-    """The goal parameters a search ran with (one MLRsearch goal per tolerance)."""
-
-    tolerances: tuple[float, ...]
-    exceed_ratio: float
-    relative_width: float
-    initial_trial_s: float
-    final_trial_s: float
-    duration_sum_s: float
-    controller: str = ""
-
-
 class SearchRepeat(Record):
     """One whole search of `search.repeats` (a fresh sensor)."""
 
@@ -426,35 +410,7 @@ class GroundTruth(Record):
     elapsed_s: float = 0.0
 
 
-class CampaignDoc(Record):
-    """campaign.json: the spec as resolved, the environment, the inputs, the plan."""
-
-    schema_version: int = Field(CAMPAIGN_SCHEMA, alias="schema")
-    created_unix: float | None = None
-    spec: dict[str, Any] = Field(default_factory=dict)
-    environment: dict[str, Any] = Field(default_factory=dict)
-    inputs: dict[str, Any] = Field(default_factory=dict)
-    cases: tuple[PlannedCase, ...] = ()
-
-    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
-
-    @property
-    def name(self) -> str:
-        return str(self.spec.get("name") or "")
-
-    @property
-    def stats_interval_s(self) -> float:
-        return float((self.spec.get("sensor") or {}).get("stats_interval_s") or 1.0)
-
-    @property
-    def settle_s(self) -> float:
-        return float((self.spec.get("timing") or {}).get("settle_s") or 0.0)
-
-    def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True)
-
-
-def migrate_summary(doc: dict[str, Any]) -> dict[str, Any]:
+def migrate_summary(doc: dict[str, object]) -> dict[str, object]:
     """A summary.json of any schema as the current one expects it (derived keys are dropped)."""
     out = dict(doc)
     status = str(out.get("status") or "ok")
@@ -492,10 +448,11 @@ CASE_METRICS = ("trace_pkts", "sent_pkts", "captured_pkts", "dropped_pkts", "dec
 
 
 class CaseResult(Record):
-    """One case of `idsbench results`: medians over its `ok` samples, their CIs, verdict counts.
+    """One case of `idsbench results`: medians over its `ok` samples, their CIs, verdict counts, and the
+    figures later analyses add (search, engines, per-signature alerts …).
 
-    `medians`/`cis` are keyed by `CASE_METRICS` (+ any added by later analyses); `to_row()` is the
-    flat JSON object of the results contract (DESIGN.md)."""
+    `medians`/`cis` are keyed by `CASE_METRICS`; `to_row()` is the flat JSON object of the results
+    contract (DESIGN.md)."""
 
     case: str
     params: CaseParams
@@ -510,14 +467,31 @@ class CaseResult(Record):
     samples_incomplete: int = 0
     warnings: tuple[str, ...] = ()
     pairs: tuple[str, ...] = ()  # the host pairs its samples ran on (campaigns on hosts)
-    extra: dict[str, Any] = Field(default_factory=dict)  # results of later analyses (search…)
+    # per degraded counter (memcaps, emergency modes, gaps): its median over the ok samples (absent = 0)
+    degraded_sensor: dict[str, Number | None] = Field(default_factory=dict)
+    phases: dict[str, float] = Field(default_factory=dict)   # per timeline phase: median seconds (ok samples)
+    search: SearchFigures | None = None      # `idsbench search`: NDR/PDR or min CPUs (None: not searched)
+    engine_version: str | None = None        # what the sensor binary reported (`engine` is the spec's name)
+    engines: EngineFigures | None = None     # the engine's rule share (None: not computed)
+    alerts_by_sid: dict[int, Number] = Field(default_factory=dict)  # per signature: median alerts (ok samples)
     # each metric's per-sample values (ok samples, in sample order): what effect sizes resample
     # (analysis.effect); not part of `to_row()`
     values: dict[str, tuple[float | None, ...]] = Field(default_factory=dict)
 
-    def to_row(self) -> dict[str, Any]:
+    def figures(self) -> dict[str, JsonValue]:
+        """The later analyses' keys of the row (degraded_sensor … alerts_by_sid), values as computed."""
+        out: dict[str, JsonValue] = {"degraded_sensor": dict(self.degraded_sensor), "phases": dict(self.phases)}
+        if self.search is not None:
+            out.update(self.search.row())
+        out["engine_version"] = self.engine_version
+        if self.engines is not None:
+            out.update(self.engines.row())
+        out["alerts_by_sid"] = {str(sid): _tidy(n) for sid, n in sorted(self.alerts_by_sid.items())}
+        return out
+
+    def to_row(self) -> dict[str, Any]:  # Any: the results contract's JSON object, handed to the exporters
         p = self.params
-        row: dict[str, Any] = {"case": self.case, "setup": p.setup, "engine": p.engine, "trace": p.trace,
+        row: dict[str, object] = {"case": self.case, "setup": p.setup, "engine": p.engine, "trace": p.trace,
                                "replayers": p.replayers, "rate": p.rate, "sender": p.sender,
                                "samples": self.samples}
         row.update({k: _tidy(v) for k, v in self.medians.items()})
@@ -527,7 +501,7 @@ class CaseResult(Record):
                     "pair": ",".join(self.pairs) or None})
         row.update({f"{k}_ci": [_tidy(v[0]), _tidy(v[1])] if v else None for k, v in self.cis.items()})
         row["ci_level"] = round(self.ci_level, 4)
-        row.update(self.extra)
+        row.update(self.figures())
         row["warnings"] = list(self.warnings)
         return row
 

@@ -13,7 +13,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from idsbench.spec import Rate
 from idsbench.traffic.replay import Lateness, ReplayResult, SecondCount
@@ -85,31 +86,72 @@ class NativeReport:
         return self.start_unix is not None
 
 
-def _find_document(text: str) -> tuple[dict[str, Any] | None, list[str]]:
+class _Doc(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class _Lateness(_Doc):
+    p50: float
+    p99: float
+    max: float
+
+
+class _Second(_Doc):
+    t: int
+    pkts: int
+    bytes: int
+    due_pkts: int | None = None
+
+
+class _Replayer(_Doc):
+    index: int
+    pkts_sent: int
+    bytes_sent: int
+    failed: int
+    elapsed_s: float
+    pps: float
+    mbps: float
+    retries: int
+    lateness_us: _Lateness | None = None
+    per_second: tuple[_Second, ...] = ()
+    cpu_s: float
+    warning: str | None = None
+    rt_demotions: int = 0
+
+
+class _Report(_Doc):
+    """ibreplay's JSON report (native/src/ibreplay.c)."""
+
+    start_unix: float
+    interrupted: bool
+    cpu_s: float
+    replayers: tuple[_Replayer, ...]
+
+
+def _find_document(text: str) -> tuple[_Report | None, list[str]]:
     """The JSON report inside `text` (stdout and stderr may share a file), and the other lines."""
     start = text.find('{"tool": "ibreplay"')
     if start < 0:
         return None, [line for line in text.splitlines() if line.strip()]
     try:
         doc, end = json.JSONDecoder().raw_decode(text, start)
-    except ValueError:
+        report = _Report.model_validate(doc)
+    except ValueError:  # a ValidationError too
         return None, [line for line in text.splitlines() if line.strip() and not line.startswith(("{", " "))]
     rest = text[:start] + text[end:]
-    return doc, [line for line in rest.splitlines() if line.strip()]
+    return report, [line for line in rest.splitlines() if line.strip()]
 
 
-def _result(doc: dict[str, Any], *, requested: float | None, exit_code: int | None,
+def _result(r: _Replayer, *, requested: float | None, exit_code: int | None,
             planned_s: float | None) -> ReplayResult:
-    late = doc.get("lateness_us")
+    late = r.lateness_us
     return ReplayResult(
-        index=int(doc["index"]), pkts_sent=int(doc["pkts_sent"]), bytes_sent=int(doc["bytes_sent"]),
-        failed=int(doc["failed"]), truncated=0, elapsed_s=float(doc["elapsed_s"]), pps=float(doc["pps"]),
-        mbps=float(doc["mbps"]), requested_pps=requested, exit_code=exit_code, planned_s=planned_s,
-        sender=SENDER_NAME, retries=int(doc["retries"]),
-        lateness=Lateness(float(late["p50"]), float(late["p99"]), float(late["max"])) if late else None,
-        per_second=tuple(SecondCount(int(s["t"]), int(s["pkts"]), int(s["bytes"]),
-                                     int(s["due_pkts"]) if "due_pkts" in s else None) for s in doc["per_second"]),
-        cpu_s=float(doc["cpu_s"]),
+        index=r.index, pkts_sent=r.pkts_sent, bytes_sent=r.bytes_sent, failed=r.failed, truncated=0,
+        elapsed_s=r.elapsed_s, pps=r.pps, mbps=r.mbps, requested_pps=requested, exit_code=exit_code,
+        planned_s=planned_s, sender=SENDER_NAME, retries=r.retries,
+        lateness=Lateness(late.p50, late.p99, late.max) if late else None,
+        per_second=tuple(SecondCount(s.t, s.pkts, s.bytes, s.due_pkts) for s in r.per_second),
+        cpu_s=r.cpu_s,
     )
 
 
@@ -123,11 +165,10 @@ def parse_report(text: str, *, replayers: int, requested: float | None, exit_cod
                                    planned_s=planned_s, sender=SENDER_NAME) for i in range(replayers))
         return NativeReport(empty, None, False, None, 0, tuple(messages))
     results = tuple(_result(r, requested=requested, exit_code=exit_code, planned_s=planned_s)
-                    for r in doc["replayers"])
-    warnings = [f"replayer {r['index']}: {r['warning']}" for r in doc["replayers"] if r.get("warning")]
-    return NativeReport(results, float(doc["start_unix"]), bool(doc["interrupted"]), float(doc["cpu_s"]),
-                        sum(int(r.get("rt_demotions", 0)) for r in doc["replayers"]),
-                        tuple(messages + warnings))
+                    for r in doc.replayers)
+    warnings = [f"replayer {r.index}: {r.warning}" for r in doc.replayers if r.warning]
+    return NativeReport(results, doc.start_unix, doc.interrupted, doc.cpu_s,
+                        sum(r.rt_demotions for r in doc.replayers), tuple(messages + warnings))
 
 
 def fatal_message(text: str) -> str | None:

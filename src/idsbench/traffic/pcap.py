@@ -64,13 +64,13 @@ class TraceInfo:
     mean_mbps: float = 0.0
     peak_mbps: float = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         d = asdict(self)
         d["per_second"] = [dict(p) for p in self.per_second]
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TraceInfo:
+    def from_dict(cls, d: dict[str, Any]) -> TraceInfo:  # Any: this dataclass's cached JSON, rebuilt by keyword
         d = dict(d)
         d["per_second"] = tuple(d.get("per_second") or ())
         return cls(**d)
@@ -234,30 +234,30 @@ def _scan(p: Path, engine: str, sha256: bool) -> TraceInfo:
     return TraceInfo.from_dict({**info.to_dict(), "sha256": digests[0] if digests else ""})
 
 
-def from_native(p: Path, doc: dict[str, Any], sha256: str) -> TraceInfo:
+def from_native(p: Path, doc: traceinfo_native.IbtraceReport, sha256: str) -> TraceInfo:
     """TraceInfo from ibtrace's document (the same rules as `_summarise`)."""
-    n, link_type = int(doc["packets"]), int(doc["link_type"])
+    n, link_type = doc.packets, doc.link_type
     link_name = LINK_NAMES.get(link_type, f"dlt-{link_type}")
     if n == 0:
-        return TraceInfo(path=str(p), sha256=sha256, format=doc["format"], packets=0, bytes=0, wire_bytes=0,
+        return TraceInfo(path=str(p), sha256=sha256, format=doc.format, packets=0, bytes=0, wire_bytes=0,
                          duration_s=0.0, start_unix=0.0, end_unix=0.0, max_frame=0, min_frame=0, avg_frame=0.0,
                          link_type=link_type, link_name=link_name, flows=0)
-    flows = {k: int(v) for k, v in doc["flows"].items() if v or k != "sctp"}
+    flows = {k: v for k, v in doc.flows.items() if v or k != "sctp"}
     by_transport, by_port = traceinfo_native.tallies(doc)
-    t0, t1 = int(doc["min_ns"]), int(doc["max_ns"])
+    t0, t1 = doc.min_ns, doc.max_ns
     duration = (t1 - t0) / 1e9
-    secs = [(int(t), int(a), int(b)) for t, a, b in doc["per_second"]]
+    secs = list(doc.per_second)
     if secs and secs[-1][0] < MAX_DENSE_SECONDS:
         dense = [(t, 0, 0) for t in range(secs[-1][0] + 1)]
         for t, a, b in secs:
             dense[t] = (t, a, b)
         secs = dense
-    total = int(doc["bytes"])
+    total = doc.bytes
     span = duration if duration > 0 else 1.0
     return TraceInfo(
-        path=str(p), sha256=sha256, format=doc["format"], packets=n, bytes=total,
-        wire_bytes=int(doc["wire_bytes"]), duration_s=round(duration, 9), start_unix=t0 / 1e9, end_unix=t1 / 1e9,
-        max_frame=int(doc["max_frame"]), min_frame=int(doc["min_frame"]), avg_frame=round(total / n, 3),
+        path=str(p), sha256=sha256, format=doc.format, packets=n, bytes=total,
+        wire_bytes=doc.wire_bytes, duration_s=round(duration, 9), start_unix=t0 / 1e9, end_unix=t1 / 1e9,
+        max_frame=doc.max_frame, min_frame=doc.min_frame, avg_frame=round(total / n, 3),
         link_type=link_type, link_name=link_name, flows=int(sum(flows.values())), flows_by_transport=flows,
         proto_mix={"transport": by_transport, "port": by_port},
         per_second=tuple({"t": t, "packets": a, "bytes": b} for t, a, b in secs),

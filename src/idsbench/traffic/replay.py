@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from idsbench.spec import Rate
 
@@ -57,7 +56,7 @@ class ReplayResult:
     per_second: tuple[SecondCount, ...] = ()
     cpu_s: float | None = None  # CPU time the replayer used
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         doc = asdict(self)
         doc["per_second"] = [asdict(s) for s in self.per_second]
         return doc

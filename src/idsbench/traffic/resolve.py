@@ -9,10 +9,10 @@ version); anything else is a path to an existing, readable pcap/pcapng file.
 from __future__ import annotations
 
 import fcntl
-import json
 from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qsl
+
+from pydantic import BaseModel, ConfigDict
 
 from idsbench.errors import InputError, SpecError
 from idsbench.traffic.protocols import detect_format
@@ -98,11 +98,21 @@ def _builtin(profile: str, cache_dir: Path) -> Path:
     return out
 
 
-def synth_metadata(path: Path | str) -> dict[str, Any] | None:
+class SynthMetadata(BaseModel):
+    """The generator's record beside a synthesized capture (`SynthResult.to_dict`): what readers use of it."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    packets: int = 0
+    flows: int = 0
+    sha256: str = ""
+    markers: int | None = None   # marker alerts builtin:markers raises on one copy
+
+
+def synth_metadata(path: Path | str) -> SynthMetadata | None:
     """The generator's record for a synthesized capture (packets, flows, expected marker alerts)."""
     meta = Path(str(path) + ".json")
     try:
-        record = json.loads(meta.read_text())
-    except (OSError, ValueError):
+        return SynthMetadata.model_validate_json(meta.read_text())
+    except (OSError, ValueError):  # none, or not the generator's (a ValidationError is a ValueError)
         return None
-    return record if isinstance(record, dict) else None

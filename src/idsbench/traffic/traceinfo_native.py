@@ -8,10 +8,10 @@ once (memory flat in the file size) while this process hashes it in a parallel t
 
 from __future__ import annotations
 
-import json
 import threading
 from pathlib import Path
-from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from idsbench import native, proc
 from idsbench.errors import EnvironmentMissing, InputError
@@ -22,8 +22,30 @@ PROGRAM = "ibtrace"
 HASH_CHUNK = 8 << 20
 MIN_RATE_BYTES_S = 20e6  # timeout: the scan may not be slower than this
 
+Tally = tuple[int, int, int]   # (key, packets, bytes): per IP protocol, service port or second
 
-def run_ibtrace(path: Path, program: Path) -> dict[str, Any]:
+
+class IbtraceReport(BaseModel):
+    """ibtrace's JSON document (native/src/ibtrace.c `print_report`, schema 1)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    format: str
+    link_type: int
+    packets: int
+    bytes: int = 0
+    wire_bytes: int = 0
+    min_ns: int = 0
+    max_ns: int = 0
+    min_frame: int = 0
+    max_frame: int = 0
+    flows: dict[str, int] = {}
+    proto: tuple[Tally, ...] = ()      # IP protocol (-1: not IP)
+    ports: tuple[Tally, ...] = ()      # well-known service port
+    per_second: tuple[Tally, ...] = ()  # second since the first packet
+
+
+def run_ibtrace(path: Path, program: Path) -> IbtraceReport:
     """ibtrace's JSON document for `path` (InputError for a corrupt capture)."""
     ports = ",".join(str(p) for p in sorted(dis.WELL_KNOWN_PORTS))
     timeout = 60.0 + path.stat().st_size / MIN_RATE_BYTES_S
@@ -35,11 +57,14 @@ def run_ibtrace(path: Path, program: Path) -> dict[str, Any]:
         raise EnvironmentMissing(f"{program.name} failed on {path} (exit {done.returncode}): "
                                  f"{done.stderr.strip()[:400]}",
                                  fix="report this; `read_info(..., engine='python')` reads it without the native helper.")
-    doc: dict[str, Any] = json.loads(done.stdout)
-    return doc
+    try:
+        return IbtraceReport.model_validate_json(done.stdout)
+    except ValidationError as exc:
+        raise EnvironmentMissing(f"{program.name} printed an unexpected report for {path}: {exc.errors()[0]['msg']}.",
+                                 fix="rebuild the native helpers (`make native`).") from exc
 
 
-def scan(path: Path, program: Path | None = None, *, sha256: bool = True) -> tuple[dict[str, Any], str]:
+def scan(path: Path, program: Path | None = None, *, sha256: bool = True) -> tuple[IbtraceReport, str]:
     """(ibtrace's document, sha256 of the file or "" without `sha256`), hashed while ibtrace runs."""
     digests: list[str] = []
     errors: list[BaseException] = []
@@ -63,17 +88,17 @@ def scan(path: Path, program: Path | None = None, *, sha256: bool = True) -> tup
     return doc, digests[0] if digests else ""
 
 
-def tallies(doc: dict[str, Any]) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+def tallies(doc: IbtraceReport) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
     """(by transport, by well-known service port) as `dissect.proto_mix` orders them."""
     t_names = ["non-ip", "other-ip", *dis.PROTO_NAMES.values()]
     t_pk, t_by = [0] * len(t_names), [0] * len(t_names)
-    for proto, pkts, nbytes in doc["proto"]:
+    for proto, pkts, nbytes in doc.proto:
         name = "non-ip" if proto < 0 else dis.PROTO_NAMES.get(proto, "other-ip")
         t_pk[t_names.index(name)] += pkts
         t_by[t_names.index(name)] += nbytes
     s_names = ["other", *sorted(set(dis.WELL_KNOWN_PORTS.values()))]
     s_pk, s_by = [0] * len(s_names), [0] * len(s_names)
-    for port, pkts, nbytes in doc["ports"]:
+    for port, pkts, nbytes in doc.ports:
         k = s_names.index(dis.WELL_KNOWN_PORTS[port]) if port in dis.WELL_KNOWN_PORTS else 0
         s_pk[k] += pkts
         s_by[k] += nbytes

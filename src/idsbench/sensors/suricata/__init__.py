@@ -109,7 +109,7 @@ class SuricataRun:
     pid_path: Path
     console_path: Path  # where the runner is expected to put stdout/stderr (stdout.txt)
     last_eve_scan: EveScan | None = field(default=None, repr=False)
-    _last_stats: dict[str, Any] | None = field(default=None, repr=False)
+    _last_stats: dict[str, Any] | None = field(default=None, repr=False)  # Any: Suricata's eve JSON as it wrote it
     _tail: FileTail = field(init=False, repr=False)
     _tail_point: CounterPoint | None = field(default=None, repr=False)
 
@@ -176,9 +176,9 @@ class SuricataRun:
 
     def read_eve(self) -> tuple[list[CounterPoint], EveScan]:
         points: list[CounterPoint] = []
-        last: list[dict[str, Any]] = []
+        last: list[dict[str, Any]] = []  # Any (here and in the sinks): eve records, Suricata's JSON
 
-        def sink(rec: dict[str, Any]) -> None:
+        def sink(rec: dict[str, Any]) -> None:  # Any: an eve record
             p = point_from_record(rec)
             if p is not None:
                 points.append(p)
@@ -214,7 +214,7 @@ class SuricataRun:
     def alerts_by_signature(self) -> dict[int, int]:
         found: dict[int, int] = {}
 
-        def sink(rec: dict[str, Any]) -> None:
+        def sink(rec: dict[str, Any]) -> None:  # Any: an eve record, Suricata's JSON
             sid = (rec.get("alert") or {}).get("signature_id")
             if isinstance(sid, int):
                 found[sid] = found.get(sid, 0) + 1

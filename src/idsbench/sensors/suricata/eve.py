@@ -51,7 +51,7 @@ class EveScan:
         return self.events.get(event_type, 0)
 
 
-RecordSink = Callable[[dict[str, Any]], None]
+RecordSink = Callable[[dict[str, Any]], None]  # Any: an eve record is Suricata's JSON, read by key where used
 
 
 class _Scanner:
@@ -215,8 +215,8 @@ def scan_eve(
     return scan
 
 
-def read_records(path: Path | str, record_type: str = "stats") -> tuple[list[dict[str, Any]], EveScan]:
+def read_records(path: Path | str, record_type: str = "stats") -> tuple[list[dict[str, Any]], EveScan]:  # Any: eve JSON
     """All records of one type (meant for the few `stats` records), plus the scan summary."""
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []  # Any: eve records, Suricata's JSON
     scan = scan_eve(path, (record_type,), out.append)
     return out, scan

@@ -60,7 +60,7 @@ class SynthResult:
     markers_by_sid: dict[int, int] = field(default_factory=dict)
     params: SynthParams | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         d = asdict(self)
         d["path"] = str(self.path)
         d["markers_by_sid"] = {str(k): v for k, v in self.markers_by_sid.items()}
