@@ -100,7 +100,7 @@ def _slug(text: str) -> str:
 
 
 def plan(spec: Spec) -> list[Case]:
-    """Cartesian product of the spec's axes, in a stable order (setup outermost, load innermost)."""
+    """Cartesian product of the spec's 10 axes, in a stable order (engine outermost, ruleset innermost)."""
     cases = []
     for name in spec.sensor.engine:
         registry.check_name(name)
