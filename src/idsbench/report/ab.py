@@ -6,7 +6,6 @@ against NDR."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from idsbench.analysis.compare import compare_tables
 from idsbench.metrics import search_metric
@@ -21,7 +20,7 @@ AB_METRICS = ("dropped_pkts", "drop_ratio", "decoded_pkts", "sensor_cpu_pct", "s
               "sensor_rss_peak_bytes", "alerts")
 
 
-def ab_section(campaign: Campaign, rows: Sequence[CaseResult]) -> list[dict[str, Any]]:
+def ab_section(campaign: Campaign, rows: Sequence[CaseResult]) -> list[dict[str, object]]:
     """One block per contender configuration (its `tables`, one per matched case); [] when the campaign
     has a single configuration."""
     configs = list(dict.fromkeys(r.params.config for r in rows))
@@ -30,7 +29,7 @@ def ab_section(campaign: Campaign, rows: Sequence[CaseResult]) -> list[dict[str,
     base = DEFAULT_CONFIG if DEFAULT_CONFIG in configs else configs[0]
     base_rows = [r for r in rows if r.params.config == base]
     by_case = {r.case: r for r in rows}
-    out = []
+    out: list[dict[str, object]] = []
     for contender in (c for c in configs if c != base):
         c_rows = [r for r in rows if r.params.config == contender]
         cmp = compare_tables(base, base_rows, contender, c_rows, AB_METRICS)

@@ -22,7 +22,3 @@ def degraded(row: CaseResult) -> dict[str, float]:
     """The sensor's degraded counters (memcap hits, emergency modes …), medians over the ok samples."""
     return {str(k): float(v) for k, v in (row.extra.get("degraded_sensor") or {}).items() if v is not None}
 
-
-def phases(row: CaseResult) -> dict[str, float]:
-    """Median seconds per phase of the sample timeline ({} before summary schema 3)."""
-    return {str(k): float(v or 0.0) for k, v in (row.extra.get("phases") or {}).items()}

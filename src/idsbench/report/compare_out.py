@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict
-from typing import Any
 
 from idsbench.analysis.compare import Comparison, MatchedCase, MetricDelta
 from idsbench.metrics import metric
@@ -52,9 +51,9 @@ def _case_title(row: MatchedCase) -> str:
     return ", ".join(parts) or f"{row.base_case} vs {row.contender_case}"
 
 
-def _lines(cmp: Comparison) -> list[dict[str, Any]]:
+def _lines(cmp: Comparison) -> list[dict[str, object]]:
     """Flat rows: one per matched case × metric."""
-    out = []
+    out: list[dict[str, object]] = []
     for row in cmp.rows:
         for key, d in row.metrics.items():
             out.append({"case": _case_title(row), "base_case": row.base_case,

@@ -13,7 +13,7 @@ import csv
 import io
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from idsbench.report.table import Cell, Table, cell
 
@@ -29,14 +29,14 @@ def to_json(document: object) -> str:
     return json.dumps(document, indent=2, default=str) + "\n"
 
 
-# A record's JSON value (dict[str, Any]: the contract documents are JSON, keyed by their own names).
-def flat(record: Mapping[str, Any]) -> dict[str, Any]:
+def flat(record: Mapping[str, object]) -> dict[str, object]:
     """One CSV line: `<key>_ci` [lo, hi] -> `<key>_ci_lo`, `<key>_ci_hi`; a mapping -> `<key>.<sub>`;
     a list -> its items joined with '; '."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in record.items():
         if key.endswith("_ci"):
-            out[f"{key}_lo"], out[f"{key}_hi"] = (value or [None, None])
+            lo, hi = value if isinstance(value, (list, tuple)) and len(value) == 2 else (None, None)
+            out[f"{key}_lo"], out[f"{key}_hi"] = lo, hi
         elif isinstance(value, Mapping):
             out.update({f"{key}.{k}": v for k, v in value.items()})
         elif isinstance(value, (list, tuple)):
@@ -46,7 +46,7 @@ def flat(record: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def to_csv(records: Iterable[Mapping[str, Any]], fields: Sequence[str] | None = None) -> str:
+def to_csv(records: Iterable[Mapping[str, object]], fields: Sequence[str] | None = None) -> str:
     """CSV with a header: `fields` (a contract's columns; other keys left out), or every key in order of
     appearance. None is an empty cell; lines end with '\\n'."""
     flats = [flat(r) for r in records]

@@ -4,7 +4,6 @@ format: JSON and CSV records, and one results table for the terminal and the rep
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from idsbench.plan import trace_label
 from idsbench.report import export
@@ -19,7 +18,7 @@ RESULT_METRICS = ("stable_after_s", "sent_pkts", "dropped_pkts", "drop_ratio", "
                   "alerts", "sensor_cpu_pct", "sensor_rss_peak_bytes", "host_cpu_pct")
 
 
-def records(rows: Sequence[CaseResult], campaigns: Sequence[str] | None = None) -> list[dict[str, Any]]:
+def records(rows: Sequence[CaseResult], campaigns: Sequence[str] | None = None) -> list[dict[str, object]]:
     """The results contract: one object per case (with `campaign` first when given)."""
     if campaigns is None:
         return [r.to_row() for r in rows]
