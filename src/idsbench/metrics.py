@@ -1,6 +1,7 @@
 """The one metric registry: name, unit, display scale and precision, and which way is better, for
-every case metric (`CaseResult.medians`, search results, later analyses). The report tables, the A/B
-and engines tables, `compare`, `results` and `trend` all format and judge metrics through it.
+every case metric (`CaseResult.medians`, search results, later analyses), and the one number format
+(`number`, `Metric.show`/`show_ci`/`with_ci`). Every table (`report/table.py`: results, compare, trend,
+A/B, builds/rulesets, engines, the report), the gate and `trend` format and judge metrics through it.
 
 A leaf module: it imports nothing from idsbench, so every stage may use it.
 """
@@ -34,13 +35,31 @@ class Metric:
         return "better" if verdict == self.better else "worse"
 
     def show(self, value: float | None) -> str:
-        """The value scaled and rounded as the tables print it ('–' when absent)."""
-        if value is None:
-            return "–"
-        v = float(value) / self.scale
-        if v.is_integer() and abs(v) < 2**53:
-            return f"{int(v):,}"
-        return f"{v:,.{self.digits}f}"
+        """The value as every table prints it: `number(value / scale, digits)` ('–' when absent)."""
+        return number(None if value is None else float(value) / self.scale, self.digits)
+
+    def show_ci(self, ci: tuple[float, float] | None) -> str:
+        """'[lo–hi]' in the value's format; '' when absent or when both ends print alike."""
+        if not ci:
+            return ""
+        lo, hi = self.show(ci[0]), self.show(ci[1])
+        return "" if lo == hi else f"[{lo}–{hi}]"
+
+    def with_ci(self, value: float | None, ci: tuple[float, float] | None) -> str:
+        """'value [lo–hi]' (the CI left out as in `show_ci`)."""
+        text, ci_text = self.show(value), self.show_ci(ci) if value is not None else ""
+        return f"{text} {ci_text}" if ci_text else text
+
+
+def number(value: float | None, digits: int = 1) -> str:
+    """THE number format of every human output (text tables, compare, trend, gate lines, the HTML report):
+    rounded to `digits` decimals, always that many (a column reads alike: 40.0 beside 40.5, never 40),
+    thousands grouped with ','; a rounded zero carries no sign; None and NaN are '–'. Metrics call it with
+    their own scale and digits (`Metric.show`); other figures (a share, a percentage of change) with theirs."""
+    if value is None or value != value:
+        return "–"
+    text = f"{float(value):,.{max(digits, 0)}f}"
+    return text[1:] if text.startswith("-") and not text.strip("-0.,") else text
 
 
 def _m(key: str, title: str, unit: str, scale: float = 1.0, digits: int = 1, better: Direction = "neutral") -> Metric:
@@ -89,6 +108,7 @@ REGISTRY: dict[str, Metric] = {m.key: m for m in (
     _m("pdr_pps", "PDR pps", "pps", digits=0, better="higher"),
     _m("ndr_mbps", "NDR Mbit/s", "Mbit/s", digits=1, better="higher"),
     _m("min_cpus", "min CPUs", "CPUs", digits=2, better="lower"),
+    _m("ndr_replayers", "NDR replayers", "replayers", digits=0, better="higher"),
     # engines side by side
     _m("alerts_common_rules", "alerts on common rules", "alerts", digits=0),
     _m("rules_loaded_share", "rules loaded %", "%", 0.01, 1, "higher"),
@@ -107,6 +127,9 @@ def metric(key: str) -> Metric:
     return REGISTRY.get(key) or Metric(key, key.replace("_", " "), "")
 
 
-def columns(*keys: str) -> tuple[tuple[str, str, float, int], ...]:
-    """(title, key, scale, digits) of each metric, the shape the report's tables iterate over."""
-    return tuple((m.title, m.key, m.scale, m.digits) for m in map(metric, keys))
+SEARCH_METRICS = {"pps": "ndr_pps", "cpus": "min_cpus", "replayers": "ndr_replayers"}
+
+
+def search_metric(unit: str) -> Metric:
+    """The metric a search's result is in, by the search's unit (pps, cpus, replayers)."""
+    return metric(SEARCH_METRICS.get(unit, unit))

@@ -2,8 +2,10 @@
 samples per ruleset, ET Open whole and ET Open without its IP-list rules (a ruleset axis). Checked: the rules
 listed by time in µs with non-zero checks, no invented maximum, every text rule read back as a rule
 that was loaded (Snort's columns run together for the IP lists' 7-digit sids and 4-5 digit revs), each
-rule's share of the sensor's own CPU time in (0, 1]; the top-5 overlap of the two samples is printed (issue
-21's ">= 4" is not a property Snort's timer keeps on a shared host: see the end of the test).
+rule's share of the sensor's own CPU time in (0, 1]; and what Snort's profiler keeps from sample to sample
+on a shared host (issue 21's top-5 overlap ">= 4" is not: it is printed, see the end of the test):
+- with ET Open whole, its IP-list rules take most of the rule time in every sample (> 50%);
+- without them, each sample's costliest rule is among the other sample's ten costliest.
 
 Why the second ruleset: Snort checks each of ET Open's ~1,200 IP-list rules (TOR, CINS, 3CORESec, …; no
 content) on every packet at nearly the same cost, and they take 90-98% of its rule time; their order is noise
@@ -78,15 +80,19 @@ def test_snort_profiler_ranks_et_open_rules_in_microseconds(tmp_path: Path, read
     listed = json.loads(cli.stdout)
     cases = {c.params.rules: c.case_id for c in campaign.cases}
     assert set(cases) == {"et-open", "no-ip-lists"}
-    overlap = {}
+    ip_sids = {int(m.group(1)) for line in ET_OPEN.read_text().splitlines() if IP_LIST.match(line)
+               for m in [re.search(r"\bsid:\s*(\d+)", line)] if m}
+    overlap, tops, ip_share = {}, {}, {}
     for ruleset, case_id in cases.items():
         samples = [s for s in campaign.samples_of(case_id) if s.status == "ok"]
         assert len(samples) == 2, [(s.status, s.summary.reason) for s in campaign.samples_of(case_id)]
         assert not [w for s in samples for w in s.summary.warnings if "rule profile" in w]
         profiles = [rule_profile(s) or [] for s in samples]
         assert all(len(p) >= 20 and {c.unit for c in p} == {"us"} for p in profiles), [len(p) for p in profiles]
-        top5 = [set(top_sids(p, 5)) for p in profiles]
-        overlap[ruleset] = len(top5[0] & top5[1])
+        tops[ruleset] = [top_sids(p, 10) for p in profiles]
+        overlap[ruleset] = len(set(tops[ruleset][0][:5]) & set(tops[ruleset][1][:5]))
+        ip_share[ruleset] = [sum(c.ticks_total for c in p if c.gid == 1 and c.sid in ip_sids)
+                             / sum(c.ticks_total for c in p) for p in profiles]
         rows = [r for r in listed if r["case"] == case_id]
         top = rows[:20]
         assert len(top) == 20 and all(r["checks"] > 0 and r["unit"] == "us" and r["ticks_max"] is None for r in top)
@@ -102,8 +108,21 @@ def test_snort_profiler_ranks_et_open_rules_in_microseconds(tmp_path: Path, read
         print(f"snort+profiling, {ruleset} over {TRACE.name}: top 5 {[r['sid'] for r in top[:5]]} "
               f"{[round(r['ticks_total']) for r in top[:5]]} µs; top-5 overlap {overlap[ruleset]}; all rules "
               f"{total.rule_time_s:.4f} s of the sensor's {total.sensor_cpu_s:.3f} s CPU = {total.time_share:.1%}; "
-              f"costliest category {category.name} ({category.rules} rules, {category.share:.0%} of rule time)")
+              f"costliest category {category.name} ({category.rules} rules, {category.share:.0%} of rule time); "
+              f"IP-list rules' share of rule time per sample {[round(x, 3) for x in ip_share[ruleset]]}; "
+              f"top 10 per sample {tops[ruleset]}")
     # The top-5 overlap is printed, not asserted: Snort's rule timer runs on while its thread is preempted,
     # so on this shared 2-core VM even the ruleset without IP lists gave 4 of 5 in one run and 2 of 5 in the
     # next. Issue 21's ">= 4 of 5" check is asserted on Suricata's profiler (test_suricata_builds.py).
-    assert set(overlap) == {"et-open", "no-ip-lists"} and all(0 <= n <= 5 for n in overlap.values()), overlap
+    # What the profiler keeps: (1) ET Open's ~1,200 IP-list rules have no content, so Snort checks every one
+    # on every packet, while a content rule runs only when its fast pattern matched: they take most of the
+    # rule time (measured 0.889-0.915 in each of 6 samples, 3 runs; 90-98% in earlier runs). A preemption (a 4-12 ms time
+    # slice) charged to some other rule moves that share by a few points of the ~0.4-0.7 s of rule time, so
+    # "more than half" holds whatever rule a preemption lands on, and fails if time is charged to the wrong
+    # rules (a misread column, a unit mixed up). (2) Without them four GPL NETBIOS SMB NT Trans rules stand
+    # apart (ranks 1-4 in all 6 samples of 3 runs, 2103029 first; `snort -r` ranks them so): a sample's
+    # costliest rule is among the other's ten costliest, unless a preemption charged to a cheap rule outweighed them.
+    assert all(x > 0.5 for x in ip_share["et-open"]), ip_share
+    assert ip_share["no-ip-lists"] == [0.0, 0.0], ip_share  # the axis removed them
+    a, b = tops["no-ip-lists"]
+    assert a[0] in b and b[0] in a, (a, b)

@@ -91,7 +91,7 @@ def test_renderers(tmp_path: Path):
     cpu = doc["rows"][0]["metrics"]["sensor_cpu_pct"]
     assert set(cpu) >= {"effect_pct", "effect_ci", "verdict", "samples_needed"}
     html = _cli(["compare", str(a), str(b), "--format", "html"])
-    assert html.startswith("<!DOCTYPE html>") and "http" not in html and "class=\"higher\"" in html
+    assert html.startswith("<!DOCTYPE html>") and "http" not in html and "class=\"dir-higher\"" in html
 
 
 def test_cli_errors(tmp_path: Path):
@@ -147,7 +147,7 @@ def test_gate_fails_on_a_real_regression_and_passes_inside_the_noise(tmp_path: P
     code, err = _gate(["compare", str(a), str(b), "--fail-on", "sensor_cpu_pct:+5%,decoded_pkts:-5%"])
     assert code == 1
     (line,) = [ln for ln in err.splitlines() if ln.startswith("FAIL")]
-    assert "sensor_cpu_pct" in line and "base 40 [39.6–40.4]" in line and "new 46 [45.5–46.5]" in line and "threshold +5%" in line and "higher by 15.0%" in line
+    assert "sensor_cpu_pct" in line and "base 40.0 [39.6–40.4]" in line and "new 46.0 [45.5–46.5]" in line and "threshold +5%" in line and "higher by 15.0%" in line
     assert _gate(["compare", str(a), str(b), "--fail-on", "sensor_cpu_pct:+20%"])[0] == 0  # below the threshold
     assert _gate(["compare", str(a), str(b), "--fail-on", "sensor_cpu_pct:-5%"])[0] == 0   # the other way
     assert _gate(["compare", str(a), str(same), "--fail-on", "sensor_cpu_pct:5%"])[0] == 0

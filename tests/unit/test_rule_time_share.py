@@ -88,7 +88,7 @@ def test_results_rules_json_keeps_the_contract_and_adds_unit_and_time_share(tmp_
             "time_share"} <= set(listed[0])
     assert listed[0]["ticks_max"] is None and listed[0]["unit"] == "us" and listed[0]["ticks_total"] == 55_000
     table = subprocess.run(cli, capture_output=True, text=True, check=True).stdout
-    assert "11.00%" in table and "8.750%" in table and " us " in table
+    assert "11.00%" in table and "8.750%" in table and "total (µs)" in table
 
 
 def test_the_reports_costliest_rules_show_the_unit_the_cpu_share_and_no_invented_maximum(tmp_path: Path) -> None:

@@ -163,6 +163,7 @@ def test_report_puts_the_engines_side_by_side(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
     from idsbench.report.engines import engine_section
+    from idsbench.report.table import cell
     from idsbench.store.schema import CaseParams, CaseResult
 
     def row(engine: str, alerts: float, common: float | None) -> CaseResult:
@@ -177,8 +178,12 @@ def test_report_puts_the_engines_side_by_side(tmp_path: Path) -> None:
     rows = [row("suricata", 8, 4), row("snort", 56, 52), row("capture", 0, None)]
     section = engine_section(SimpleNamespace(doc=_doc(tmp_path)), rows)  # type: ignore[arg-type]
     assert section is not None and section.common == 1
-    (group,) = section.groups
-    assert [e.engine for e in group.engines] == ["capture", "snort", "suricata"]
-    assert group.engines[1].share == "25.0%" and group.engines[1].cells[-1] == ("52", "")
+    titles = [c.title for c in section.table.columns]
+    shown = [{t: cell(v) for t, v in zip(titles, r.cells)} for r in section.table.rows]
+    assert [r["engine"].text for r in shown] == ["capture", "snort", "suricata"]
+    snort = shown[1]
+    assert snort["rules loaded %"].text == "25.0" and snort["alerts on common rules"].text == "52"
+    assert snort["setup"].text == "" and shown[0]["setup"].text == "baremetal"  # the group's cells once
+    assert snort["alerts"].ci == "[55–57]" and snort["alerts"].note.startswith("vs capture: ")
     assert {r.engine for r in section.rules} == {"suricata", "snort"}
     assert engine_section(SimpleNamespace(doc=_doc(tmp_path)), rows[:1]) is None  # type: ignore[arg-type]

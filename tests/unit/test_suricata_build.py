@@ -205,6 +205,7 @@ def test_a_negative_match_figure_is_no_count_in_the_series_file_or_the_rows(tmp_
 def test_rulesets_compared_along_their_axis_with_the_effect_and_its_ci() -> None:
     from idsbench.analysis.builds import compare_along
     from idsbench.report.html import _axis_views
+    from idsbench.report.table import cell
     from idsbench.store.schema import CaseParams, CaseResult
 
     def row(rules: str, us: float, engine: str = "suricata") -> CaseResult:
@@ -224,10 +225,11 @@ def test_rulesets_compared_along_their_axis_with_the_effect_and_its_ci() -> None
     assert engines.values == ("suricata", "suricata@8.0.6")
     sections = {s["axis"]: s for s in _axis_views(rows)}
     assert sections["rules"]["title"] == "Rulesets compared" and sections["engine"]["title"] == "Builds compared"
-    (shown,) = sections["rules"]["rows"]
-    text = next(c["value"] for c in shown["cells"] if c["metric"] == "sensor_us_per_pkt")
-    assert text.startswith("100 → 60 (▼ lower -40.0% [") and text.endswith("] (better))"), text
-    assert (shown["base"], shown["contender"]) == ("et", "et-minus-x")
+    table = sections["rules"]["table"]
+    (shown,) = [{c.key: cell(v) for c, v in zip(table.columns, r.cells)} for r in table.rows]
+    us = shown["sensor_us_per_pkt"]  # the metric's format (2 decimals), compare's verdict under it
+    assert us.text == "100.00 → 60.00" and us.note.startswith("▼ lower -40.0% [") and us.note.endswith("] (better)")
+    assert (shown["base"].text, shown["contender"].text) == ("et", "et-minus-x")
 
 
 def test_a_ruleset_without_one_category_keeps_every_other_line(tmp_path: Path) -> None:

@@ -67,10 +67,7 @@ class GateResult:
 
 def _value(key: str, value: float | None, ci: tuple[float, float] | None) -> str:
     m = metric(key)
-    text = m.show(value)
-    if ci:
-        text += f" [{m.show(ci[0])}–{m.show(ci[1])}]"
-    return f"{text} {m.unit}".rstrip()
+    return f"{m.with_ci(value, ci)} {m.unit}".rstrip()
 
 
 def failure_line(cond: Condition, case: str, d: MetricDelta, base_label: str = "base",

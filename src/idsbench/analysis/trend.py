@@ -239,8 +239,7 @@ def regression_failures(series: Sequence[TrendSeries], min_effect_pct: float) ->
 def segment_text(key: str, seg: Segment) -> str:
     """'median [lo–hi] unit' of a segment, as the tables print the metric."""
     m = metric(key)
-    ci = f" [{m.show(seg.ci[0])}–{m.show(seg.ci[1])}]" if seg.ci else ""
-    return f"{m.show(seg.median)}{ci} {m.unit}".rstrip()
+    return f"{m.with_ci(seg.median, seg.ci)} {m.unit}".rstrip()
 
 
 # ---- what changed between two campaigns -------------------------------------------------------

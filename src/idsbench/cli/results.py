@@ -3,25 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import json
 import sys
 from itertools import groupby
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from idsbench.analysis import case_table
 from idsbench.analysis.cases import DEFAULT_CV_THRESHOLD
 from idsbench.errors import SpecError
 from idsbench.report import tables
-from idsbench.report.fmt import count_text
 from idsbench.store.index_paths import DEFAULT_ROOT
-from idsbench.store.reader import Campaign, load_campaign
+from idsbench.store.reader import load_campaign
 from idsbench.store.schema import CaseResult
-
-if TYPE_CHECKING:
-    from idsbench.analysis.rules import RuleTime
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -62,7 +54,9 @@ def run(args: argparse.Namespace) -> int:
                             "or drop --where.")
     campaign = load_campaign(args.dir)
     if args.rules:
-        sys.stdout.write(_render_rules(args.format, campaign))
+        from idsbench.report import rules_out
+
+        sys.stdout.write(rules_out.render(args.format, campaign))
         return 0
     rows = case_table(campaign, cv_threshold=args.cv_threshold)
     sys.stdout.write(_render(args.format, rows))
@@ -93,50 +87,3 @@ def _from_index(args: argparse.Namespace) -> int:
 
 def _render(fmt: str, rows: list[CaseResult]) -> str:
     return {"json": tables.to_json, "csv": tables.to_csv, "table": tables.to_table}[fmt](rows)
-
-
-def _render_rules(fmt: str, campaign: Campaign) -> str:
-    """`results DIR --rules`: one row per case and rule (analysis/rules.py)."""
-    from idsbench.analysis.rules import case_rule_time, rule_rows
-
-    rows = [r.as_dict() for r in rule_rows(campaign)]
-    if not rows:
-        raise SpecError(f"{campaign.root} holds no rule profile (rule_profile.csv in an ok sample).",
-                        fix="run the campaign with a profiling engine, e.g. sensor.engine = "
-                            "\"suricata@8.0.6+profiling\" or \"snort+profiling\".")
-    if fmt == "json":
-        return json.dumps(rows, indent=1) + "\n"
-    columns = ["case", "engine", "gid", "sid", "msg", "file", "category", "checks", "matches", "ticks_total",
-               "ticks_avg", "ticks_max", "unit", "share", "time_share"]
-    if fmt == "csv":
-        out = io.StringIO()
-        writer = csv.writer(out)
-        writer.writerow(columns)
-        writer.writerows([["" if r[c] is None else r[c] for c in columns] for r in rows])
-        return out.getvalue()
-    lines = [f"{'sid':>9} {'total':>14} {'unit':<5} {'share':>6} {'of CPU':>8} {'checks':>9} {'matches':>7}  msg"]
-    for case, group in groupby(rows, key=lambda r: r["case"]):
-        lines.append(f"case {case}: {_rule_time_line(case_rule_time(campaign, str(case)))}")
-        lines += [f"{r['sid']:>9} {r['ticks_total']:>14,.0f} {r['unit']:<5} {float(str(r['share'])):>6.1%} "
-                  f"{_pct(r['time_share']):>8} {r['checks']:>9.0f} {count_text(r['matches']):>7}  {str(r['msg'])[:70]}"
-                  for r in group]
-    lines.append("share: of all rule time; of CPU: of the sensor's CPU time in the sample (medians over ok samples); "
-                 "matches –: the profiler gave no count (Suricata 8 subtracts a transaction rule's \"cannot match\" checks)")
-    return "\n".join(lines) + "\n"
-
-
-def _pct(value: object) -> str:
-    return "–" if not isinstance(value, (int, float)) else f"{value:.3%}"
-
-
-def _rule_time_line(t: RuleTime | None) -> str:
-    """A case's rules together against the sensor's CPU time."""
-    if t is None:
-        return "no rule profile"
-    if t.time_share is None or t.rule_time_s is None or t.sensor_cpu_s is None:
-        return f"{t.engine}, time in {t.unit}; share of the sensor's CPU time unknown: {t.why_none}"
-    rate = f", TSC {t.tsc_hz / 1e9:.4f} GHz" if t.tsc_hz else ""
-    line = (f"{t.engine}: the rules took {t.rule_time_s * 1e3:,.2f} ms of the sensor's {t.sensor_cpu_s:,.3f} s "
-            f"CPU time ({t.time_share:.2%}{rate}; medians over {t.samples} samples)")
-    warning = t.timer_warning()
-    return f"{line}; {warning}" if warning else line

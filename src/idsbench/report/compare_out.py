@@ -1,19 +1,15 @@
-"""Renderers of analysis.compare_campaigns: terminal table, JSON, CSV, self-contained HTML."""
+"""`compare` in every format (analysis.compare_campaigns): a delta table per matched case for the terminal
+and the HTML page, the Comparison itself as JSON, one CSV line per case and metric."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
+from collections.abc import Mapping
 from dataclasses import asdict
-from typing import Any
-
-import jinja2
 
 from idsbench.analysis.compare import Comparison, MatchedCase, MetricDelta
 from idsbench.metrics import metric
-from idsbench.report.fmt import number
-from idsbench.report.tables import text_table
+from idsbench.report import export
+from idsbench.report.table import Column, Figure, Measure, Table, Text, Value, table
 from idsbench.store.layout import PROBE_FILE
 
 ARROWS = {"higher": "▲ higher", "lower": "▼ lower", "same": "= same", "inconclusive": "? inconclusive", "n/a": "n/a"}
@@ -33,15 +29,21 @@ def verdict_text(d: MetricDelta) -> str:
     return arrow
 
 
-def _show(key: str, value: float | None) -> str:
-    return metric(key).show(value)
-
-
-def _with_ci(key: str, value: float | None, ci: tuple[float, float] | None) -> str:
-    text = _show(key, value)
-    if ci and _show(key, ci[0]) != _show(key, ci[1]):
-        text += f" [{_show(key, ci[0])}–{_show(key, ci[1])}]"
-    return text
+def delta_table(metrics: Mapping[str, MetricDelta], base: str, contender: str, title: str = "",
+                levels: tuple[float, float] | None = None, *, keys: bool = True) -> Table:
+    """One row per metric: base and contender medians [CIs], their difference and change, the verdict —
+    the shape of `compare` (metrics by key, as `--fail-on` and the CSV name them, with their unit) and
+    of the report's A/B section (`keys=False`: by their titles, which carry the unit)."""
+    lb, lc = (f" [{level:.0%} CI]" for level in levels) if levels else ("", "")
+    names = [Column("metric", "metric"), Column("unit", "unit")] if keys else [Column("metric", "metric")]
+    columns = (*names, Column("base", f"{base}{lb}", "right"), Column("contender", f"{contender}{lc}", "right"),
+               Column("diff", "difference", "right"), Column("pct", "change", "right"), Column("verdict", "verdict"))
+    rows: list[list[Value]] = []
+    for k, d in metrics.items():
+        name: list[Value] = [k, metric(k).unit] if keys else [Text(metric(k).title, tip=k)]
+        rows.append([*name, Measure(k, d.base, d.base_ci), Measure(k, d.contender, d.contender_ci),
+                     Measure(k, d.diff), Figure(d.pct, 1, "%"), Text(verdict_text(d), css=f"dir-{d.verdict}")])
+    return table(columns, rows, title=title)
 
 
 def _case_title(row: MatchedCase) -> str:
@@ -49,9 +51,9 @@ def _case_title(row: MatchedCase) -> str:
     return ", ".join(parts) or f"{row.base_case} vs {row.contender_case}"
 
 
-def _lines(cmp: Comparison) -> list[dict[str, Any]]:
+def _lines(cmp: Comparison) -> list[dict[str, object]]:
     """Flat rows: one per matched case × metric."""
-    out = []
+    out: list[dict[str, object]] = []
     for row in cmp.rows:
         for key, d in row.metrics.items():
             out.append({"case": _case_title(row), "base_case": row.base_case,
@@ -73,15 +75,14 @@ def _header(cmp: Comparison) -> str:
     return text
 
 
+def tables(cmp: Comparison) -> list[Table]:
+    """One table per matched case."""
+    return [delta_table(row.metrics, "base", "contender", f"{_case_title(row)} (samples {row.samples[0]} vs "
+                        f"{row.samples[1]})", row.ci_level) for row in cmp.rows]
+
+
 def to_table(cmp: Comparison) -> str:
-    out = _header(cmp)
-    for row in cmp.rows:
-        lb, lc = (f"{level:.0%}" for level in row.ci_level)
-        headers = ["metric", "unit", f"base [{lb} CI]", f"contender [{lc} CI]", "difference", "verdict"]
-        body = [[m, metric(m).unit, _with_ci(m, d.base, d.base_ci), _with_ci(m, d.contender, d.contender_ci),
-                 _show(m, d.diff), verdict_text(d)] for m, d in row.metrics.items()]
-        out += f"\n== {_case_title(row)} (samples {row.samples[0]} vs {row.samples[1]})\n"
-        out += text_table(headers, body, right_from=2)
+    out = _header(cmp) + export.to_text(tables(cmp))
     for name, cases in (("only in base", cmp.only_base), ("only in contender", cmp.only_contender)):
         if cases:
             out += f"\n{name}: {', '.join(cases)}\n"
@@ -89,33 +90,18 @@ def to_table(cmp: Comparison) -> str:
 
 
 def to_json(cmp: Comparison) -> str:
-    return json.dumps(asdict(cmp), indent=2, default=str) + "\n"
+    return export.to_json(asdict(cmp))
+
+
+CSV_FIELDS = ("case", "base_case", "contender_case", "metric", "base", "base_ci_lo", "base_ci_hi", "contender",
+              "contender_ci_lo", "contender_ci_hi", "diff", "pct", "ci_overlap", "direction", "effect_pct",
+              "effect_ci_lo", "effect_ci_hi", "verdict", "samples_needed", "better", "level", "min_effect_pct")
 
 
 def to_csv(cmp: Comparison) -> str:
-    buf = io.StringIO()
-    fields = ["case", "base_case", "contender_case", "metric", "base", "base_ci_lo", "base_ci_hi", "contender",
-              "contender_ci_lo", "contender_ci_hi", "diff", "pct", "ci_overlap", "direction", "effect_pct",
-              "effect_ci_lo", "effect_ci_hi", "verdict", "samples_needed", "better", "level", "min_effect_pct"]
-    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-    for line in _lines(cmp):
-        bci, cci = line.pop("base_ci") or [None, None], line.pop("contender_ci") or [None, None]
-        eci = line.pop("effect_ci") or [None, None]
-        writer.writerow({**line, "base_ci_lo": bci[0], "base_ci_hi": bci[1],
-                         "contender_ci_lo": cci[0], "contender_ci_hi": cci[1],
-                         "effect_ci_lo": eci[0], "effect_ci_hi": eci[1]})
-    return buf.getvalue()
+    """One line per matched case and metric."""
+    return export.to_csv(_lines(cmp), CSV_FIELDS)
 
 
 def to_html(cmp: Comparison) -> str:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("idsbench.report", "templates"), autoescape=True)
-    cases = [{"title": _case_title(r), "samples": list(r.samples),
-              "ci_level": " vs ".join(f"{level:.0%}" for level in r.ci_level),
-              "metrics": [{"name": m, "base": _with_ci(m, d.base, d.base_ci),
-                           "contender": _with_ci(m, d.contender, d.contender_ci),
-                           "diff": _show(m, d.diff),
-                           "pct": f"{number(d.pct, 1)}%" if d.pct is not None else "–",
-                           "direction": d.direction, "verdict": verdict_text(d)}
-                          for m, d in r.metrics.items()]} for r in cmp.rows]
-    return env.get_template("compare.html.j2").render(cmp=cmp, header=_header(cmp), cases=cases)
+    return export.html_env().get_template("compare.html.j2").render(cmp=cmp, header=_header(cmp), tables=tables(cmp))

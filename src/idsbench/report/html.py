@@ -7,29 +7,28 @@ import time
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from idsbench import __version__
 from idsbench.analysis import case_table, overhead
 from idsbench.analysis.compare import MetricDelta
 from idsbench.analysis.overhead import Overhead
 from idsbench.analysis.profile import case_profile
-from idsbench.analysis.rules import RuleTime
 from idsbench.analysis.search import HOST_MOVED, repeat_fields, sensor_cost
 from idsbench.errors import InputError
-from idsbench.metrics import metric
+from idsbench.metrics import metric, number, search_metric
 from idsbench.plan import trace_label
 from idsbench.probe.diff import load as load_probe
 from idsbench.probe.render import facts
 from idsbench.probe.warnings import warnings as probe_warnings
 from idsbench.profile.perf import RECORD_EVENT
-from idsbench.report import tables
+from idsbench.report import export, rules_out, tables
 from idsbench.report.ab import ab_section
+from idsbench.report.casedata import degraded, engine_version
 from idsbench.report.compare_out import verdict_text
 from idsbench.report.engines import engine_section
 from idsbench.report.figures import build_figures
-from idsbench.report.fmt import COLUMNS, MIB, count_text, load_label, median_and_ci, number, value_and_ci
-from idsbench.report.style import setup_colors, variant
+from idsbench.report.fmt import load_label
+from idsbench.report.style import setup_colors
+from idsbench.report.table import Column, Figure, Measure, Table, Text, Value, metric_column, table
 from idsbench.store.campaigndoc import HostFingerprint
 from idsbench.store.layout import CAMPAIGN_FILE, COUNTERS_FILE, EVE_FILE, MONITOR_FILE, PROBE_FILE, REPORT_FILE, SUMMARY_FILE
 from idsbench.store.reader import Campaign, load_campaign
@@ -38,11 +37,11 @@ from idsbench.store.schema import CaseResult, SearchResult
 RAW_FILES = (SUMMARY_FILE, COUNTERS_FILE, MONITOR_FILE, EVE_FILE, "suricata.log", "suricata.yaml")
 View = dict[str, object]  # what a template shows of one item: its values, printed by Jinja only
 
-OVERHEAD_COLUMNS = (("extra host CPU (pp)", "host_cpu_pct", 1.0, 1, False),
-                    ("extra sensor CPU (pp)", "sensor_cpu_pct", 1.0, 1, False),
-                    ("extra memory (MiB)", "sensor_rss_peak_bytes", MIB, 1, False),
-                    ("extra drops (pkts)", "dropped_pkts", 1.0, 0, False),
-                    ("decode rate change (%)", "decode_ratio", 1.0, 2, True))
+# (title, metric): the contender's difference from the baseline in the metric's unit and format (its
+# percentage of the baseline under it); decode_ratio: the change in percent only
+OVERHEAD_COLUMNS = (("extra host CPU (pp)", "host_cpu_pct"), ("extra sensor CPU (pp)", "sensor_cpu_pct"),
+                    ("extra memory (MiB)", "sensor_rss_peak_bytes"), ("extra drops (pkts)", "dropped_pkts"),
+                    ("decode rate change (%)", "decode_ratio"))
 
 
 def write_report(campaign_dir: Path | str, *, baseline: str = "baremetal",
@@ -58,28 +57,25 @@ def write_report(campaign_dir: Path | str, *, baseline: str = "baremetal",
     over = overhead(campaign, baseline)
     figs = build_figures(campaign, rows, colors, root / "figures", baseline=baseline, overhead_rows=over)
     profiles = [v for r in rows if (v := _profile_view(campaign, r)) is not None]
-    env = jinja2.Environment(loader=jinja2.PackageLoader("idsbench.report", "templates"),
-                             autoescape=True, undefined=jinja2.StrictUndefined)
-    html = env.get_template("report.html.j2").render(
+    html = export.html_env(strict=True).get_template("report.html.j2").render(
         c=_meta(campaign), generated=time.strftime("%Y-%m-%d %H:%M:%S"), version=__version__,
         coverage_note=_coverage_note(rows), missing=missing_note(rows), colors=colors,
-        column_titles=[t for t, *_ in COLUMNS], rows=[_row_view(r) for r in rows],
+        results=tables.results_table(rows, colors),
         warnings=[*campaign.warnings, *(w for r in rows for w in r.warnings)],
         cv_threshold=f"{cv_threshold:.0%}",
         figures=[{"name": f.name, "title": f.title, "caption": f.caption, "uri": f.data_uri()}
                  for f in figs.files],
-        notes=figs.notes, baseline=baseline, engines=engine_section(campaign, rows),
-        overhead=[_overhead_view(o) for o in over], overhead_titles=[t for t, *_ in OVERHEAD_COLUMNS],
+        notes=figs.notes, baseline=baseline, engines=engine_section(campaign, rows, colors),
+        overhead=_overhead_table(over, colors) if over else None,
         overhead_note=(f"No overhead table: the campaign has no {baseline} cases, or no other setup with "
                        f"matching trace, rate, load and limits."),
         environment=_environment(campaign), host=_host(campaign.root), spec_json=json.dumps(
             campaign.doc.model_dump(mode="json", include={"spec", "inputs", "cases"}), indent=2),
         raw=_raw(campaign), campaign_file=CAMPAIGN_FILE, probe_file=PROBE_FILE,
         searches=[_search_view(campaign, r) for r in campaign.searches.values()],
-        waterfall_titles=[t for t, _ in WATERFALL_COLUMNS],
-        waterfall=[_waterfall_view(campaign, r) for r in rows if r.samples],
+        waterfall=_waterfall_table(campaign, [r for r in rows if r.samples]),
         profiles=profiles, profile_event=RECORD_EVENT, ab=ab_section(campaign, rows),
-        rule_costs=_rule_cost_views(campaign), compared=_axis_views(rows),
+        rule_costs=rules_out.report_views(campaign), compared=_axis_views(rows),
     )
     out = root / REPORT_FILE
     out.write_text(html)
@@ -95,19 +91,23 @@ def _meta(campaign: Campaign) -> View:
             "interval": f"{campaign.stats_interval_s:g}"}
 
 
-WATERFALL_COLUMNS = (("sent", "sent_pkts"), ("sender loss", "loss_sender_pkts"), ("wire loss", "loss_wire_pkts"),
-                     ("NIC drops", "loss_nic_pkts"), ("softnet drops", "loss_softnet_pkts"),
-                     ("capture drops", "loss_capture_pkts"), ("unprocessed", "unprocessed_pkts"),
-                     ("decoded", "decoded_pkts"), ("unaccounted", "unaccounted_pkts"))
+WATERFALL_METRICS = ("sent_pkts", "loss_sender_pkts", "loss_wire_pkts", "loss_nic_pkts", "loss_softnet_pkts",
+                     "loss_capture_pkts", "unprocessed_pkts", "decoded_pkts", "unaccounted_pkts")
+WATERFALL_TITLES = ("sent", "sender loss", "wire loss", "NIC drops", "softnet drops", "capture drops", "unprocessed",
+                    "decoded", "unaccounted")
 
 
-def _waterfall_view(campaign: Campaign, row: CaseResult) -> View:
-    invisible = sorted({p for s in campaign.samples_of(row.case) for p in s.summary.invisible})
-    degraded = row.degraded_sensor
-    return {"case": f"{row.params.setup} {load_label(row)} {row.params.rate}",
-            "cells": [number(row.medians.get(key), 0) for _, key in WATERFALL_COLUMNS],
-            "invisible": ", ".join(invisible) or "–",
-            "degraded": ", ".join(f"{k} {number(v, 0)}" for k, v in degraded.items()) or "–"}
+def _waterfall_table(campaign: Campaign, rows: list[CaseResult]) -> Table:
+    """Where each case's packets went (medians over its ok samples), what is invisible, what degraded."""
+    columns = (Column("case", "case"), *(Column(k, t, "right") for k, t in zip(WATERFALL_METRICS, WATERFALL_TITLES)),
+               Column("invisible", "invisible"), Column("degraded", "degraded"))
+    body: list[tuple[Value, ...]] = []
+    for row in rows:
+        invisible = sorted({p for s in campaign.samples_of(row.case) for p in s.summary.invisible})
+        body.append((f"{row.params.setup} {load_label(row)} {row.params.rate}",
+                     *(Measure(k, row.medians.get(k)) for k in WATERFALL_METRICS), ", ".join(invisible) or "–",
+                     ", ".join(f"{k} {number(v, 0)}" for k, v in degraded(row).items()) or "–"))
+    return table(columns, body, css="results")
 
 
 def _search_view(campaign: Campaign, result: SearchResult) -> View:
@@ -117,24 +117,25 @@ def _search_view(campaign: Campaign, result: SearchResult) -> View:
     except KeyError:
         case = result.case_id
     results = []
+    show = search_metric(result.unit).show
     for r in result.results:
-        value = "none" if r.value is None else f"{number(r.value, 2)} {result.unit}"
+        value = "none" if r.value is None else f"{show(r.value)} {result.unit}"
         if r.lower_bound:
             value = f"≥ {value} (sender-limited)"
-        mbps = number(r.value_pps * result.avg_frame_bytes * 8 / 1e6, 1) if r.value_pps and result.avg_frame_bytes \
-            and result.axis != "cpus" else "–"
+        mbps = metric("ndr_mbps").show(r.value_pps * result.avg_frame_bytes * 8 / 1e6) if r.value_pps and \
+            result.avg_frame_bytes and result.axis != "cpus" else "–"
         results.append({"tolerance": f"{r.tolerance:g}", "value": value, "mbps": mbps,
-                        "bracket": f"[{number(r.bracket[0], 2)}, {number(r.bracket[1], 2)}]" if r.bracket else "–",
+                        "bracket": f"[{show(r.bracket[0])}, {show(r.bracket[1])}]" if r.bracket else "–",
                         "verified": {True: "yes", False: "no", None: "–"}[r.verified]})
-    cost, notes = sensor_cost(result), list(result.notes)
+    cost, notes, us = sensor_cost(result), list(result.notes), metric("sensor_us_per_pkt").show
     if cost is not None and cost.spread > HOST_MOVED:
         notes.append(f"the sensor's CPU per packet moved {cost.spread:.0%} between trials near the NDR: the host's "
                      "speed changed during the search, a repeated search may differ as much")
     return {"case": case, "axis": result.axis, "results": results, "mode": result.mode,
             "trials": f"{len(result.trials)} + {len(result.verification)}",
             "cost": "–" if cost is None else
-            f"{number(cost.median_us, 2)} ({number(cost.low_us, 2)}–{number(cost.high_us, 2)}, {cost.trials} trials)",
-            "ceiling": number(result.sender_ceiling_pps, 0), "notes": "; ".join(notes) or "–",
+            f"{us(cost.median_us)} ({us(cost.low_us)}–{us(cost.high_us)}, {cost.trials} trials)",
+            "ceiling": metric("sender_pps").show(result.sender_ceiling_pps), "notes": "; ".join(notes) or "–",
             **_repeats_view(result)}
 
 
@@ -144,21 +145,23 @@ def _repeats_view(result: SearchResult) -> dict[str, str]:
     g = result.goals
     ci = f.ndr_ci
     ndr = next((r for r in result.results if r.tolerance == 0), None)
+    pps, show = metric("ndr_pps").show, search_metric(result.unit).show
     bounds = []
     for rep in result.repeats:
         r0 = next((r for r in rep.results if r.tolerance == 0), None)
         if r0 is not None:
-            bounds.append(f"[{number(r0.relevant_lower, 2)}, {number(r0.relevant_upper, 2)}]")
+            bounds.append(f"[{show(r0.relevant_lower)}, {show(r0.relevant_upper)}]")
+    capacity = f.ndr_capacity_pps
     level = f.ndr_ci_level
     return {
         "goals": "–" if g is None else (f"exceed {g.exceed_ratio:g}, width {g.relative_width:g}, trials "
                                         f"{g.initial_trial_s:g}→{g.final_trial_s:g} s, sum {g.duration_sum_s:g} s"),
-        "repeat_ndrs": ", ".join(number(x, 0) for x in f.ndr_repeats) or "–",
+        "repeat_ndrs": ", ".join(pps(x) for x in f.ndr_repeats) or "–",
         "repeat_bounds": "; ".join(bounds) or "–",
-        "median_ndr": number(ndr.value_pps, 0) if ndr else "–",
-        "ndr_ci": f"[{number(ci[0], 0)}, {number(ci[1], 0)}] ({float(level or 0):.0%})" if ci else "–",
-        "conditional": number(ndr.conditional_pps, 0) if ndr else "–",
-        "capacity": number(f.ndr_capacity_pps, 0)}
+        "median_ndr": pps(ndr.value_pps) if ndr else "–",
+        "ndr_ci": f"[{pps(ci[0])}, {pps(ci[1])}] ({float(level or 0):.0%})" if ci else "–",
+        "conditional": pps(ndr.conditional_pps) if ndr else "–",
+        "capacity": pps(capacity)}
 
 
 def _profile_view(campaign: Campaign, row: CaseResult) -> dict[str, Any] | None:
@@ -199,30 +202,21 @@ def _coverage_note(rows: list[CaseResult]) -> str:
     return ", ".join(f"{n} samples: {level:.1%}" for n, level in levels) or "no samples"
 
 
-def _row_view(row: CaseResult) -> View:
-    """What the template shows of one case (strings, ready to print)."""
-    p = row.params
-    status = row.status if len(row.status_counts) <= 1 else \
-        f"{row.status} ({', '.join(f'{n} {k}' for k, n in row.status_counts.items())})"
-    return {"setup": p.setup, "variant": variant(p), "trace": trace_label(p.trace),
-            "trace_ref": p.trace, "rate": p.rate, "load": load_label(row), "samples": row.samples,
-            "ci_level": f"{row.ci_level:.0%}" if row.samples else "–", "status": status,
-            "labels": ", ".join(row.labels),
-            "cells": [median_and_ci(row, key, scale, digits) for _, key, scale, digits in COLUMNS]}
-
-
-def _overhead_view(o: Overhead) -> View:
-    cells = []
-    for _, key, scale, digits, pct_only in OVERHEAD_COLUMNS:
-        m = o.metrics[key]
-        if pct_only:
-            cells.append(value_and_ci(m.pct, m.pct_ci, 1.0, digits))
-        else:
-            value, ci = value_and_ci(m.diff, m.diff_ci, scale, digits)
-            pct = f" ({number(m.pct, 1)}%)" if m.pct is not None else ""
-            cells.append((value + pct, ci))
-    return {"setup": o.setup, "trace": trace_label(o.contender.trace), "rate": o.contender.rate,
-            "load": f"{o.contender.replayers}X", "cells": cells}
+def _overhead_table(over: list[Overhead], colors: dict[str, str]) -> Table:
+    """Each contender setup minus the baseline at the same trace, rate, load and limits."""
+    columns = (Column("setup", "setup"), Column("trace", "trace"), Column("rate", "rate"),
+               Column("load", "load", "right"), *(Column(k, t, "right") for t, k in OVERHEAD_COLUMNS))
+    body = []
+    for o in over:
+        cells: list[Value] = []
+        for _, key in OVERHEAD_COLUMNS:
+            m = o.metrics[key]
+            pct = Figure(m.pct, 2 if key == "decode_ratio" else 1, "%", m.pct_ci if key == "decode_ratio" else None)
+            cells.append(pct if key == "decode_ratio" else
+                         Measure(key, m.diff, m.diff_ci, "" if m.pct is None else f"{number(m.pct, 1)}%"))
+        body.append((Text(o.setup, swatch=colors.get(o.setup, "#888")), trace_label(o.contender.trace),
+                     o.contender.rate, f"{o.contender.replayers}X", *cells))
+    return table(columns, body)
 
 
 def _environment(campaign: Campaign) -> list[tuple[str, str]]:
@@ -270,50 +264,6 @@ def _raw(campaign: Campaign) -> list[View]:
     return out
 
 
-def _rule_cost_views(campaign: Campaign, top: int = 20) -> list[View]:
-    """Per profiled case: its costliest rules, all rules' time against the sensor's CPU time, and the
-    cost per rule file and ET category (analysis/rules.py)."""
-    from idsbench.analysis.rules import case_rule_time, case_rules, group_costs, rule_catalog
-
-    def share(value: float | None) -> str:
-        return "–" if value is None else f"{value:.3%}"
-
-    info = rule_catalog(campaign)
-    views: list[View] = []
-    for case in campaign.cases:
-        rules = case_rules(campaign, case.case_id, info)
-        if not rules:
-            continue
-        groups = [*group_costs(campaign, case.case_id, "file", info),
-                  *group_costs(campaign, case.case_id, "category", info)]
-        t = case_rule_time(campaign, case.case_id)
-        unit = rules[0].unit
-        views.append({"case": case.case_id, "engine": case.params.engine, "unit": "µs" if unit == "us" else unit,
-                      "rule_time": _rule_time_text(t), "rules": [
-            {"sid": r.sid if r.gid == 1 else f"{r.gid}:{r.sid}", "msg": r.msg, "file": r.file,
-             "category": r.category, "hints": ", ".join(r.hints),
-             "checks": f"{r.checks:,.0f}", "matches": count_text(r.matches), "ticks_total": f"{r.ticks_total:,.0f}",
-             "ticks_avg": f"{r.ticks_avg:,.2f}" if unit == "us" else f"{r.ticks_avg:,.0f}",
-             "ticks_max": "–" if r.ticks_max is None else f"{r.ticks_max:,.0f}", "share": f"{r.share:.1%}",
-             "time_share": share(r.time_share)}
-            for r in rules[:top]],
-            "groups": [{"kind": g.kind, "name": g.name, "rules": g.rules, "ticks_total": f"{g.ticks_total:,.0f}",
-                        "share": f"{g.share:.1%}", "time_share": share(g.time_share), "checks": f"{g.checks:,.0f}",
-                        "removal_saving": share(g.removal_saving)} for g in groups[:40]]})
-    return views
-
-
-def _rule_time_text(t: RuleTime | None) -> str:
-    """All rules of a case against the sensor's CPU time (analysis.rules.RuleTime), as a sentence."""
-    if t is None or t.time_share is None or t.rule_time_s is None or t.sensor_cpu_s is None:
-        return f"Share of the sensor's CPU time unknown: {t.why_none if t is not None else 'no profile'}."
-    rate = f" (ticks at the measured TSC rate of {t.tsc_hz / 1e9:.4f} GHz)" if t.tsc_hz else ""
-    warning = t.timer_warning()
-    return (f"All rules together took {t.rule_time_s * 1e3:,.2f} ms{rate} of the sensor's {t.sensor_cpu_s:,.3f} s "
-            f"of CPU time: {t.time_share:.2%} (medians over {t.samples} ok samples)."
-            + (f" Note: {warning}." if warning else ""))
-
-
 AXIS_TITLES = {"engine": "Builds compared", "rules": "Rulesets compared"}
 
 
@@ -323,20 +273,27 @@ def _axis_views(rows: list[CaseResult]) -> list[View]:
 
     sections: list[View] = []
     for axis in COMPARED_AXES:
-        views = []
-        for c in compare_along(rows, axis):
+        compared = compare_along(rows, axis)
+        if not compared:
+            continue
+        keys = list(compared[0].deltas)
+        body: list[tuple[Value, ...]] = []
+        columns = (Column("base", "base"), Column("contender", "contender"), Column("case", "case"),
+                   *(metric_column(k) for k in keys))
+        for c in compared:
             base, contender = c.values
             if axis == "engine":
-                base += f" ({c.base.engine_version or '?'})"
-                contender += f" ({c.contender.engine_version or '?'})"
-            views.append({"base": base, "contender": contender, "case": c.contender.case,
-                          "cells": [{"metric": m, "value": _delta_text(m, d)} for m, d in c.deltas.items()]})
-        if views:
-            sections.append({"axis": axis, "id": f"compared-{axis}", "title": AXIS_TITLES[axis], "rows": views})
+                base += f" ({engine_version(c.base) or '?'})"
+                contender += f" ({engine_version(c.contender) or '?'})"
+            body.append((base, contender, c.contender.case, *(_delta(k, c.deltas.get(k)) for k in keys)))
+        sections.append({"axis": axis, "id": f"compared-{axis}", "title": AXIS_TITLES[axis],
+                         "table": table(columns, body)})
     return sections
 
 
-def _delta_text(key: str, d: MetricDelta) -> str:
-    """`base → contender (verdict effect% [CI])`: the medians as the tables print them and compare's verdict."""
+def _delta(key: str, d: MetricDelta | None) -> Text:
+    """`base → contender` as the tables print the metric, compare's verdict under it."""
+    if d is None:
+        return Text("–")
     show = metric(key).show
-    return f"{show(d.base)} → {show(d.contender)} ({verdict_text(d)})"
+    return Text(f"{show(d.base)} → {show(d.contender)}", note=verdict_text(d), css=f"num dir-{d.verdict}")

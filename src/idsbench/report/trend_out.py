@@ -1,10 +1,9 @@
-"""Renderers of analysis.trend: a terminal table, the JSON contract (docs/trend.schema.json) and a
+"""`trend` in every format (analysis.trend): tables for the terminal, the JSON contract (docs/trend.schema.json) and a
 self-contained HTML trend page (one figure per metric and series: points with CIs, segments with
 theirs, changes marked; the report's figure style)."""
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from idsbench.analysis.trend import TrendSeries, segment_text
 from idsbench.metrics import metric
-from idsbench.report.tables import text_table
+from idsbench.report import export
+from idsbench.report.table import Column, Measure, Table, table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -21,7 +21,8 @@ KIND_COLORS = {"regression": "#b42318", "progression": "#1a7f37"}
 
 
 def to_json(series: Sequence[TrendSeries]) -> str:
-    return json.dumps([s.to_json() for s in series], indent=2) + "\n"
+    """The contract of docs/trend.schema.json."""
+    return export.to_json([s.to_json() for s in series])
 
 
 def _title(s: TrendSeries) -> str:
@@ -29,25 +30,38 @@ def _title(s: TrendSeries) -> str:
     return f"{k.get('case')} ({k.get('engine')}, {k.get('setup')}, cpus {k.get('cpus')}, {k.get('load')})"
 
 
+def _changes(s: TrendSeries) -> str:
+    return "; ".join(f"{c.kind} at {c.at} {c.size_pct:+.1f}%" if c.size_pct is not None
+                     else f"{c.kind} at {c.at}" for c in s.changes) or "none"
+
+
+def tables(series: Sequence[TrendSeries]) -> list[Table]:
+    """Per case: one row per metric (its segments' medians [CIs] and its changes), what changed below."""
+    out = []
+    columns = (Column("metric", "metric"), Column("direction", "direction"), Column("points", "points", "right"),
+               Column("segments", "segments (median [CI])"), Column("changes", "changes"))
+    for title in dict.fromkeys(_title(s) for s in series):
+        members = [s for s in series if _title(s) == title]
+        rows = [(s.metric, metric(s.metric).direction_text, len(s.points),
+                 " | ".join(segment_text(s.metric, seg) for seg in s.segments), _changes(s)) for s in members]
+        notes = [f"  {s.metric} {c.kind} at {c.at}: " + "; ".join(c.what_changed) for s in members for c in s.changes]
+        out.append(table(columns, rows, title=f"{title}: {len(members[0].points)} campaign(s)", notes=notes))
+    return out
+
+
 def to_table(series: Sequence[TrendSeries]) -> str:
     if not series:
         return "no series: the index (or the directories) hold no case with these metrics\n"
-    out = ""
-    for title in dict.fromkeys(_title(s) for s in series):
-        members = [s for s in series if _title(s) == title]
-        out += f"\n== {title}: {len(members[0].points)} campaign(s)\n"
-        body = []
-        for s in members:
-            m = metric(s.metric)
-            levels = " | ".join(segment_text(s.metric, seg) for seg in s.segments)
-            changes = "; ".join(f"{c.kind} at {c.at} {c.size_pct:+.1f}%" if c.size_pct is not None
-                                else f"{c.kind} at {c.at}" for c in s.changes) or "none"
-            body.append([s.metric, m.direction_text, str(len(s.points)), levels, changes])
-        out += text_table(["metric", "direction", "points", "segments (median [CI])", "changes"], body, right_from=2)
-        for s in members:
-            for c in s.changes:
-                out += f"  {s.metric} {c.kind} at {c.at}: " + "; ".join(c.what_changed) + "\n"
-    return out
+    return export.to_text(tables(series))
+
+
+def segment_table(s: TrendSeries) -> Table:
+    """A series' segments: the campaigns each spans and its median [CI] (the HTML page)."""
+    columns = (Column("from", "from"), Column("to", "to"), Column("points", "points", "right"),
+               Column(s.metric, f"median [CI] ({metric(s.metric).title})", "right"))
+    rows = [(s.points[seg.start].campaign, s.points[seg.end - 1].campaign, seg.end - seg.start,
+             Measure(s.metric, seg.median, seg.ci)) for seg in s.segments]
+    return table(columns, rows, css="segments")
 
 
 def trend_figure(s: TrendSeries) -> Figure:
@@ -84,17 +98,15 @@ def trend_figure(s: TrendSeries) -> Figure:
 
 
 def to_html(series: Sequence[TrendSeries], failures: Sequence[str] = ()) -> str:
-    import jinja2
-
     from idsbench.report.style import save
 
-    env = jinja2.Environment(loader=jinja2.PackageLoader("idsbench.report", "templates"), autoescape=True)
+    env = export.html_env()
     plots = []
     with tempfile.TemporaryDirectory(prefix="idsbench-trend-") as tmp:
         for i, s in enumerate(series):
             fig = save(trend_figure(s), Path(tmp), f"trend_{i}", s.metric, _title(s))
             plots.append({"title": _title(s), "metric": metric(s.metric).title, "uri": fig.data_uri(),
-                          "segments": [segment_text(s.metric, seg) for seg in s.segments],
+                          "segments": segment_table(s),
                           "changes": [{"kind": c.kind, "at": c.at,
                                        "size": f"{c.size_pct:+.1f}%" if c.size_pct is not None else "from 0",
                                        "ci": f"[{c.size_ci[0]:+.1f}%, {c.size_ci[1]:+.1f}%]" if c.size_ci else "",
