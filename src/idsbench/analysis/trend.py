@@ -325,7 +325,7 @@ def _host_diff(a: CampaignFacts, b: CampaignFacts) -> list[str]:
     from pydantic import ValidationError
 
     from idsbench.probe.diff import diff
-    from idsbench.probe.model import HostProbe
+    from idsbench.probemodel import HostProbe
 
     if a.probe and b.probe:
         try:
