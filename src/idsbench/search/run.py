@@ -39,7 +39,6 @@ from idsbench.store.schema import (
     SearchResult,
     ToleranceResult,
     TrialRecord,
-    WaterfallRecord,
 )
 from idsbench.traffic.rewrite import MAX_INDEX, distinct_copy
 
@@ -255,7 +254,7 @@ class CaseSearch:
             backlog_fraction=round(cpu.backlog_fraction, 5) if cpu else None,
             achieved_pps=round(achieved, 3), achieved_mbps=round(sum(r.mbps for r in rec.replayers), 3),
             duration_s=round(elapsed, 3), sent_pkts=rec.sent_pkts, counters=counters or Counters(),
-            waterfall=waterfall_record(wf) if wf else None,
+            waterfall=wf,
             sender_limited=offered is not None and achieved < offered * (1 - SENDER_SHORT),
             fell_behind=behind > 0, behind_pkts=behind, repeat=self.repeat,
             intended_duration_s=duration_s, accounted=accounted or not outcome.sensor_alive,
@@ -329,7 +328,7 @@ def trial_count(record: TrialRecord) -> mlr.TrialCount:
     w = record.waterfall
     if record.sensor_failed or w is None:
         return mlr.TrialCount(offered=max(1, record.sent_pkts), forwarded=0, duration_s=record.duration_s)
-    lost = w.loss_sender_pkts + w.loss_wire_pkts + w.loss_nic_pkts + w.loss_softnet_pkts + w.loss_capture_pkts
+    lost = w.lost_pkts
     why = "" if record.accounted else f"{w.unaccounted_pkts:+d} packets unaccounted for after the drain"
     intended = None
     if record.sender_limited and record.offered_pps:  # the sender fell short: this load was never offered
@@ -384,16 +383,7 @@ def median_results(repeats: list[SearchRepeat]) -> list[ToleranceResult]:
     return out
 
 
-def waterfall_record(wf: Waterfall) -> WaterfallRecord:
-    return WaterfallRecord(
-        sent=wf.sent, loss_sender_pkts=wf.loss_sender_pkts, loss_wire_pkts=wf.loss_wire_pkts,
-        loss_nic_pkts=wf.loss_nic_pkts, loss_softnet_pkts=wf.loss_softnet_pkts,
-        loss_capture_pkts=wf.loss_capture_pkts, unprocessed_pkts=wf.unprocessed_pkts, decoded_pkts=wf.decoded_pkts,
-        unaccounted_pkts=wf.unaccounted_pkts, invisible=wf.invisible, loss_ratio=round(wf.loss_ratio, 9))
-
-
-def loss_of_sample(summary: SampleSummary) -> WaterfallRecord | None:
+def loss_of_sample(summary: SampleSummary) -> Waterfall | None:
     if summary.replay is None:
         return None
-    return waterfall_record(waterfall_of(summary.replay.sent_pkts, summary.wire, summary.sensor.counters,
-                                            summary.invisible))
+    return waterfall_of(summary.replay.sent_pkts, summary.wire, summary.sensor.counters, summary.invisible)

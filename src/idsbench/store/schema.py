@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from idsbench.accounting import Waterfall
 from idsbench.counters import Counters
 
 SUMMARY_SCHEMA = 3  # 3: `phases` (the sample's timeline)
@@ -79,6 +80,8 @@ class Placement(Record):
 
 
 class Lateness(Record):
+    """How late a sender's packets left against their deadlines (ms): median, 99th percentile, worst."""
+
     p50_ms: float
     p99_ms: float
     max_ms: float
@@ -287,22 +290,6 @@ class SampleSummary(Record):
         return round(max(0.0, self.wall_s - replay), 3)
 
 
-class WaterfallRecord(Record):
-    """Where the packets of a trial went (accounting.Waterfall)."""
-
-    sent: int
-    loss_sender_pkts: int = 0
-    loss_wire_pkts: int = 0
-    loss_nic_pkts: int = 0
-    loss_softnet_pkts: int = 0
-    loss_capture_pkts: int = 0
-    unprocessed_pkts: int = 0
-    decoded_pkts: int = 0
-    unaccounted_pkts: int = 0
-    invisible: tuple[str, ...] = ()
-    loss_ratio: float = 0.0
-
-
 class TrialRecord(Record):
     """One trial of a search: a load tried and where its packets went."""
 
@@ -316,7 +303,7 @@ class TrialRecord(Record):
     sent_pkts: int
     counters: Counters = Field(default_factory=Counters)
     degraded: dict[str, int] = Field(default_factory=dict)
-    waterfall: WaterfallRecord | None = None
+    waterfall: Waterfall | None = None
     sender_limited: bool = False      # the sender fell short of the offered rate: not a pass
     sensor_cpus_used: float | None = None   # cores the trial's packets needed (replay + drain over the replay)
     backlog_fraction: float | None = None   # work left when the replay ended, over the replay's work

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from idsbench.spec import Rate
-from idsbench.traffic.replay import Lateness, ReplayResult, SecondCount
+from idsbench.store.schema import Lateness
+from idsbench.traffic.replay import ReplayResult, SecondCount
 
 PROGRAM = "ibreplay"
 SENDER_NAME = "native"
@@ -106,7 +107,8 @@ def _result(doc: dict[str, Any], *, requested: float | None, exit_code: int | No
         failed=int(doc["failed"]), truncated=0, elapsed_s=float(doc["elapsed_s"]), pps=float(doc["pps"]),
         mbps=float(doc["mbps"]), requested_pps=requested, exit_code=exit_code, planned_s=planned_s,
         sender=SENDER_NAME, retries=int(doc["retries"]),
-        lateness=Lateness(float(late["p50"]), float(late["p99"]), float(late["max"])) if late else None,
+        lateness=Lateness(p50_ms=float(late["p50"]) / 1e3, p99_ms=float(late["p99"]) / 1e3,
+                          max_ms=float(late["max"]) / 1e3) if late else None,  # ibreplay reports µs
         per_second=tuple(SecondCount(int(s["t"]), int(s["pkts"]), int(s["bytes"]),
                                      int(s["due_pkts"]) if "due_pkts" in s else None) for s in doc["per_second"]),
         cpu_s=float(doc["cpu_s"]),
