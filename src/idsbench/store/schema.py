@@ -47,6 +47,7 @@ class CaseParams(Record):
     sender: str = "tcpreplay"
     config: str = "default"
     rules: str = "default"  # the ruleset (sensor.rulesets) the case ran with
+    threads: int | str | None = None  # sensor.threads: a worker count, "auto"; None: one per allocated CPU
 
 
 class PlannedCase(CaseParams):
@@ -75,8 +76,9 @@ class TraceRecord(Record):
 
 class Placement(Record):
     sender_cpus: tuple[int, ...] = ()
-    sensor_cpus: tuple[int, ...] | None = None
+    sensor_cpus: tuple[int, ...] | None = None  # None: not pinned (one CPU, shared with the sender)
     mtu: int = 1500
+    sensor_workers: int | None = None  # worker threads asked of the engine (None: its own choice, "auto")
 
 
 class Lateness(Record):
@@ -134,6 +136,7 @@ class SensorRecord(Record):
     alerts_by_sid: dict[int, int] = Field(default_factory=dict)
     errors: tuple[str, ...] = ()
     rule_sets: tuple[RuleSetRecord, ...] = ()
+    threads: int | None = None  # the worker threads the engine reported it ran (its own log)
 
 
 class ArtifactIntegrity(Record):
