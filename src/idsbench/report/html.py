@@ -202,7 +202,8 @@ def _row_view(row: CaseResult) -> dict[str, Any]:
     p = row.params
     status = row.status if len(row.status_counts) <= 1 else \
         f"{row.status} ({', '.join(f'{n} {k}' for k, n in row.status_counts.items())})"
-    return {"setup": p.setup, "variant": variant(p), "trace": trace_label(p.trace),
+    workers = f"{row.sensor_threads} worker{'s' if row.sensor_threads != 1 else ''}" if row.sensor_threads else ""
+    return {"setup": p.setup, "variant": ", ".join(v for v in (variant(p), workers) if v), "trace": trace_label(p.trace),
             "trace_ref": p.trace, "rate": p.rate, "load": load_label(row), "samples": row.samples,
             "ci_level": f"{row.ci_level:.0%}" if row.samples else "–", "status": status,
             "labels": ", ".join(row.labels),

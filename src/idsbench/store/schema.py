@@ -500,6 +500,7 @@ class CaseResult(Record):
     samples_incomplete: int = 0
     warnings: tuple[str, ...] = ()
     pairs: tuple[str, ...] = ()  # the host pairs its samples ran on (campaigns on hosts)
+    sensor_threads: int | None = None  # the worker threads the sensor ran (as it reported; else as asked)
     extra: dict[str, Any] = Field(default_factory=dict)  # results of later analyses (search…)
     # each metric's per-sample values (ok samples, in sample order): what effect sizes resample
     # (analysis.effect); not part of `to_row()`
@@ -513,6 +514,7 @@ class CaseResult(Record):
         row.update({k: _tidy(v) for k, v in self.medians.items()})
         row.update({"status": self.status, "status_counts": dict(self.status_counts),
                     "labels": list(self.labels), "loops": p.loops, "cpus": p.cpus, "memory": p.memory,
+                    "sensor_threads": self.sensor_threads,
                     "samples_failed": self.samples_failed, "samples_incomplete": self.samples_incomplete,
                     "pair": ",".join(self.pairs) or None})
         row.update({f"{k}_ci": [_tidy(v[0]), _tidy(v[1])] if v else None for k, v in self.cis.items()})
