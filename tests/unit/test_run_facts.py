@@ -61,6 +61,10 @@ def test_placement_splits_the_sender_from_the_sensor():
     assert (one.sender, one.sensor, one.pinned, one.sensor_affinity) == ((0,), (0,), False, None)
     chosen = place_cpus([0, 1, 2], [2])
     assert (chosen.sender, chosen.sensor, chosen.sensor_affinity) == ((0, 1), (2,), [2])
+    # a [hosts] sensor host: the replayers are on the sender host, the sensor has every CPU
+    remote = place_cpus([0, 1], None, sender_here=False)
+    assert (remote.sender, remote.sensor, remote.pinned) == ((), (0, 1), True)
+    assert place_cpus([0, 1, 2], [2], sender_here=False).sensor == (2,)
 
 
 def test_the_allocation_is_the_quota_else_the_pinned_cpus():
@@ -190,5 +194,7 @@ def test_the_sensor_host_builds_its_run_facts_like_the_controller(tmp_path: Path
     assert facts[("default", None)].options.rules == (Path("builtin:events"), tmp_path / "runs/k/rules/1/a.rules")
     assert facts[("default", None)].options.config_overlay is None
     assert facts[("tuned.yaml", None)].options.config_overlay == tmp_path / "runs/k/overlay/tuned.yaml"
-    assert (facts[("default", None)].allocation, facts[("default", None)].workers) == (1.0, 1)
+    # no sender on the sensor host: both CPUs are the sensor's (no CPU kept for a sender that is not there)
+    assert facts[("default", None)].cpus.sensor == (0, 1) and facts[("default", None)].cpus.sender == ()
+    assert (facts[("default", None)].allocation, facts[("default", None)].workers) == (2.0, 2)
     assert (facts[("default", 0.5)].allocation, facts[("default", 0.5)].workers) == (0.5, 1)

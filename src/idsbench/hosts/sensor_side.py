@@ -127,7 +127,8 @@ class SensorSide:
             spec=self.spec, layout=CampaignDir(agent.path(f"runs/{rc.key}")), state_dir=agent.state_dir,
             cache_dir=agent.cache_dir, engines=engines, engine_versions={n: i.version for n, i in info.items()},
             options=options, traces=traces, name_prefix=rc.name_prefix,
-            overlays={overlays[0]: agent.path(rc.config_overlay)} if overlays and rc.config_overlay else {})
+            overlays={overlays[0]: agent.path(rc.config_overlay)} if overlays and rc.config_overlay else {},
+            sender_here=False)  # the replayers run on the paired sender host: the sensor has every CPU
         self.opened = SensorOpened(engines=info)
 
     def dispatch(self, request: Request, channel: AgentChannel) -> Empty | SampleDone:

@@ -36,6 +36,7 @@ class CampaignContext:
     name_prefix: str = field(default_factory=settings.name_prefix)
     warnings: list[str] = field(default_factory=list)  # found before the first sample (host traps…)
     overlays: dict[str, Path] = field(default_factory=dict)  # sensor.config name -> overlay file
+    sender_here: bool = True  # the replayers run on this host (False: a [hosts] sensor host)
 
     def engine(self, case: Case) -> SensorEngine:
         return self.engines[case.engine]

@@ -44,9 +44,13 @@ class CpuPlacement:
         return list(self.sensor) if self.pinned else None
 
 
-def place_cpus(available: Sequence[int], cpuset: Sequence[int] | None) -> CpuPlacement:
-    """Sender and sensor on different CPUs where there are enough (`cpuset`: the sensor's), else shared."""
+def place_cpus(available: Sequence[int], cpuset: Sequence[int] | None, *, sender_here: bool = True) -> CpuPlacement:
+    """Sender and sensor on different CPUs where there are enough (`cpuset`: the sensor's), else shared.
+    `sender_here` False (the sensor host of a `[hosts]` pair: the replayers run on another host): the
+    sensor has every available CPU (or its cpuset)."""
     avail = tuple(available) or (0,)
+    if not sender_here:
+        return CpuPlacement((), tuple(cpuset) if cpuset else avail, True)
     if cpuset:
         rest = tuple(c for c in avail if c not in cpuset)
         return CpuPlacement(rest or avail, tuple(cpuset), True)
@@ -95,7 +99,7 @@ def case_options(ctx: CampaignContext, case: Case) -> SensorOptions:
 
 def case_facts(ctx: CampaignContext, case: Case, available: Sequence[int]) -> RunFacts:
     """The run facts of `case` on a host whose usable CPUs are `available` (`SampleDeps.available_cpus`)."""
-    cpus = place_cpus(available, ctx.spec.setup.cpuset)
+    cpus = place_cpus(available, ctx.spec.setup.cpuset, sender_here=ctx.sender_here)
     workers = worker_threads(case.threads, case.cpus, len(cpus.sensor))
     options = dataclasses.replace(case_options(ctx, case), threads=workers)
     paths = [*options.rules, *ctx.engine(case).host_paths()]
