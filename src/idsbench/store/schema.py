@@ -400,7 +400,7 @@ class SearchResult(Record):
     notes: tuple[str, ...] = ()
     repeats: tuple[SearchRepeat, ...] = ()   # each whole search; `results` = their median
     goals: SearchGoals | None = None
-    allocation_cpus: float | None = None     # the sensor's CPUs (quota, else the host's): capacity estimates
+    allocation_cpus: float | None = None     # the sensor's cores (quota, else the CPUs it is pinned to)
 
 
 class GroundTruth(Record):
