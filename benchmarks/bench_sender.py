@@ -34,10 +34,10 @@ from common import finish
 from idsbench import settings
 from idsbench.proc import Supervisor
 from idsbench.spec import Rate
+from idsbench.store.schema import Lateness
 from idsbench.teardown import TeardownStack
 from idsbench.traffic.pcap import open_capture, read_info
 from idsbench.traffic.pcapfmt import index_capture
-from idsbench.traffic.replay import Lateness
 from idsbench.traffic.resolve import resolve_trace
 from idsbench.traffic.rewrite import distinct_copy
 from idsbench.traffic.schedule import deadlines_ns, wire_lateness
@@ -124,7 +124,7 @@ class Bench:
         ratios = [r.rate_ratio or 0.0 for r in results]
         worst = max(ratios, key=lambda x: abs(x - 1.0))
         overrun = max((r.overrun or 0.0) for r in results)
-        own = [r.lateness.p99_us for r in results if r.lateness]
+        own = [r.lateness.p99_ms * 1e3 for r in results if r.lateness]
         return Timed(worst, overrun, max(own) if own else None, wire, cpu)
 
     def ceiling(self, sender: str, trace: Path, loops: int) -> tuple[float, float]:
@@ -154,7 +154,7 @@ def _median_timed(values: list[Timed]) -> Timed:
 
 
 def _fmt_late(late: Lateness | None) -> str:
-    return "-" if late is None else f"{late.p50_us:8.0f} {late.p99_us:9.0f} {late.max_us:9.0f}"
+    return "-" if late is None else f"{late.p50_ms * 1e3:8.0f} {late.p99_ms * 1e3:9.0f} {late.max_ms * 1e3:9.0f}"
 
 
 def main() -> int:

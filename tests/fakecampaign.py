@@ -53,6 +53,8 @@ class FakeCase:
     missing_counters: Sequence[str] = ()  # counters omitted from summary and counters.csv
     sender: str = "tcpreplay"           # "native": replayers report per-second sent/due and lateness
     config: str = "default"             # sensor.config (an A/B axis)
+    workers: int | None = None          # placement.sensor_workers (None: not recorded, as before issue 28)
+    threads: Sequence[int] = ()         # per sample, the workers the engine reported (sensor.threads)
 
     @property
     def plan_case(self) -> Case:
@@ -183,7 +185,10 @@ def _write_sample(path: Path, case: FakeCase, k: int, start: float, interval: fl
                         "elapsed_s": case.duration_s, "pps": case.trace_pkts / case.duration_s,
                         "mbps": 1.0, "requested_pps": None, **_native_figures(case, k)}
                        for i in range(case.replayers)], "sender": case.sender},
-        "sensor": {"engine": "suricata", "version": "7.0.10", "counters": final, "errors": []},
+        "sensor": {"engine": "suricata", "version": "7.0.10", "counters": final, "errors": [],
+                   **({"threads": case.threads[k]} if k < len(case.threads) else {})},
+        **({"placement": {"sender_cpus": [0], "sensor_cpus": [1], "sensor_workers": case.workers}}
+           if case.workers is not None else {}),
         "resources": {"sensor_cpu_pct": cpu, "sensor_rss_peak_bytes": int(rss), "host_cpu_pct": host},
         "stable_after_s": at(case.stable_after_s, k),
     }

@@ -10,12 +10,17 @@
 `unaccounted` = sent − every loss − unprocessed − decoded: 0 on a setup where every counter is
 visible. A point that cannot be seen from the host (inside a VM guest, the path between the
 macvtap and the guest's capture) is listed in `invisible` and its loss lands in `unaccounted`.
+
+`Waterfall` is both the runtime result and the stored one (a search trial's `waterfall` in
+search.json; `loss_ratio` is written beside the counts and recomputed when read).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, computed_field
 
 if TYPE_CHECKING:
     from idsbench.sensors.base import Counters
@@ -36,17 +41,20 @@ class WaterfallInput:
     invisible: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Waterfall:
+class Waterfall(BaseModel):
+    """Where the packets of a sample or trial went (frozen; unknown keys of stored files are ignored)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
     sent: int
-    loss_sender_pkts: int
-    loss_wire_pkts: int
-    loss_nic_pkts: int
-    loss_softnet_pkts: int
-    loss_capture_pkts: int
-    unprocessed_pkts: int
-    decoded_pkts: int
-    unaccounted_pkts: int
+    loss_sender_pkts: int = 0
+    loss_wire_pkts: int = 0
+    loss_nic_pkts: int = 0
+    loss_softnet_pkts: int = 0
+    loss_capture_pkts: int = 0
+    unprocessed_pkts: int = 0
+    decoded_pkts: int = 0
+    unaccounted_pkts: int = 0
     invisible: tuple[str, ...] = ()
 
     @property
@@ -54,6 +62,7 @@ class Waterfall:
         return (self.loss_sender_pkts + self.loss_wire_pkts + self.loss_nic_pkts + self.loss_softnet_pkts
                 + self.loss_capture_pkts)
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def loss_ratio(self) -> float:
         """Every loss (and anything unaccounted) over what was sent: the search oracle."""

@@ -16,7 +16,8 @@ from idsbench.spec import Rate, Spec, parse_size
 
 # Parameters left out of a case id's digest when they have these values (ids of campaigns made
 # before the parameter existed stay the same).
-DIGEST_DEFAULTS = {"engine": "suricata", "sender": "tcpreplay", "config": "default", "rules": "default"}
+DIGEST_DEFAULTS: dict[str, object] = {"engine": "suricata", "sender": "tcpreplay", "config": "default",
+                                      "rules": "default", "threads": None}
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class Case:
     config: str = "default"      # sensor.config: "default" or an overlay file
     rules: str = "default"       # the ruleset's name (sensor.rulesets or the trace's own rules; Spec.trace_rulesets),
                                  # "default" without a ruleset axis
+    threads: int | str | None = None  # sensor.threads: a worker count, "auto", None = one per allocated CPU
     samples: tuple[Sample, ...] = field(default=(), compare=False)
 
     @property
@@ -67,6 +69,7 @@ class Case:
             "sender": self.sender,
             "config": self.config,
             "rules": self.rules,
+            "threads": self.threads,
         }
 
     @property
@@ -86,6 +89,8 @@ class Case:
             parts.append(f"c{self.cpus:g}")
         if self.memory is not None:
             parts.append(f"m{_slug(self.memory)}")
+        if self.threads is not None:
+            parts.append(f"t{_slug(str(self.threads))}")
         return "-".join(parts) + f"-{digest}"
 
 
@@ -119,8 +124,8 @@ def check_names(spec: Spec) -> None:
 
 def plan(spec: Spec) -> list[Case]:
     """Cartesian product of the spec's axes, in a stable order: engine outermost, then config, sender,
-    setup, cpus, memory, trace, rate, replayers, and rules innermost (a trace that names its own rules
-    has that one ruleset instead of the sensor.rules axis)."""
+    setup, cpus, memory, trace, rate, replayers, rules, and threads innermost (a trace that names its own
+    rules has that one ruleset instead of the sensor.rules axis)."""
     check_names(spec)
     cases = []
     axes = itertools.product(
@@ -128,11 +133,11 @@ def plan(spec: Spec) -> list[Case]:
         spec.setup.memory, spec.trace_rulesets(), spec.traffic.rate, spec.traffic.replayers,
     )
     for engine, config, sender, setup, cpus, memory, (trace, rulesets), rate, replayers in axes:
-        for rules, _ in rulesets:
+        for (rules, _), threads in itertools.product(rulesets, spec.sensor.threads):
             case = Case(trace=trace, replayers=replayers, rate=rate, loops=spec.traffic.loops,
                         setup=setup, cpus=cpus, memory=memory, flows=spec.traffic.flows,
                         duration_s=spec.traffic.duration_s, engine=engine, sender=sender, config=config,
-                        rules=rules)
+                        rules=rules, threads=threads)
             samples = tuple(Sample(case.case_id, k) for k in range(spec.samples))
             cases.append(dataclasses.replace(case, samples=samples))
     ids = [c.case_id for c in cases]

@@ -163,6 +163,9 @@ class Traffic(_Frozen):
 Scalar = str | int | float | bool
 DEFAULT_CONFIG = "default"  # sensor.config: the engine's own configuration, no overlay
 DEFAULT_RULESET = "default"  # a case's ruleset when sensor.rules is one list (no ruleset axis)
+AUTO_THREADS = "auto"  # sensor.threads: the engine's own worker count (Suricata: one per online CPU)
+MAX_THREADS = 256
+Threads = int | Literal["auto"] | None  # None: as many workers as CPUs the sensor is given (run/facts.py)
 
 
 def ruleset_label(refs: list[Any]) -> str:
@@ -189,6 +192,27 @@ class Sensor(_Frozen):
     # stems) or `rules = {"et" = [...], "et-minus-policy" = [...]}` fill it, and `rules` then holds every
     # reference of all sets; empty: `rules` is the one ruleset (case ids unchanged)
     rulesets: dict[str, list[str]] = Field(default_factory=dict)
+    # worker threads (Suricata's af-packet workers, Snort's packet threads, the capture engine's readers):
+    # unset = the CPUs the sensor is pinned to, or its quota rounded up; a count; or "auto" (the
+    # engine's own choice); a list is an axis
+    threads: list[Threads] = Field(default_factory=lambda: list[Threads]([None]), min_length=1)
+
+    @model_serializer(mode="wrap")
+    def _without_unset_threads(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A spec without `threads` dumps as before it existed (resume compares dumps)."""
+        data: dict[str, Any] = handler(self)
+        if data.get("threads") == [None]:
+            data.pop("threads")
+        return data
+
+    @field_validator("threads", mode="before")
+    @classmethod
+    def _thread_counts(cls, v: Any) -> Any:
+        for t in v if isinstance(v, list) else [v]:
+            count = isinstance(t, int) and not isinstance(t, bool) and 1 <= t <= MAX_THREADS
+            if not (count or t == AUTO_THREADS or t is None):
+                raise ValueError(f"threads = {t!r} is not a worker count (1..{MAX_THREADS}) nor \"{AUTO_THREADS}\"")
+        return v if isinstance(v, list) else [v]
 
     @model_validator(mode="before")
     @classmethod

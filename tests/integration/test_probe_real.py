@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from idsbench import native, settings
-from idsbench.probe import collect, load
-from idsbench.probe.model import HostProbe
+from idsbench.probe.collect import collect
+from idsbench.probe.diff import load
 from idsbench.probe.timers import parse_output, timer_argv
+from idsbench.probemodel import HostProbe
 from idsbench.proc import Supervisor
 from idsbench.teardown import TeardownStack
 from idsbench.tune import PlanOptions, make_plan

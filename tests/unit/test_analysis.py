@@ -143,3 +143,20 @@ def test_standard_campaign_orders_and_directions(tmp_path: Path):
     assert bm4["dropped_pkts"] == 0 and ct4["dropped_pkts"] > 0
     assert ct4["decoded_pkts"] + ct4["dropped_pkts"] == ct4["captured_pkts"]
     assert ct4["labels"] == ["emulated"] and bm4["labels"] == []
+
+
+def test_sensor_threads_is_what_the_sensor_ran_and_the_report_shows_it(tmp_path: Path):
+    from idsbench.report.html import write_report
+
+    cases = [FakeCase(cpus=1.0, workers=1, threads=(1, 1, 1)),
+             FakeCase(cpus=0.5, workers=2, threads=(1, 1, 1)),    # asked 2, the engine ran 1: said so
+             FakeCase(cpus=None, memory=None)]                   # a campaign from before: unknown
+    root = tmp_path / "c"
+    write_campaign(root, cases)
+    rows = {r.case: r for r in _case_table(load_campaign(root))}
+    one, asked_two, old = (rows[c.case_id] for c in cases)
+    assert one.to_row()["sensor_threads"] == 1 and not any("worker" in w for w in one.warnings)
+    assert asked_two.sensor_threads == 1 and any("ran 1 worker thread(s), 2 were asked" in w for w in asked_two.warnings)
+    assert old.to_row()["sensor_threads"] is None
+    html = write_report(root).read_text()
+    assert "1 CPU, 2g mem, 1 worker" in html

@@ -1,5 +1,4 @@
 from idsbench.analysis.sample import resources_in_window, stable_after
-from idsbench.run.sample import split_cpus
 
 
 def test_resources_window_is_time_weighted_and_skips_the_start_row(tmp_path):
@@ -38,9 +37,3 @@ def test_sender_cpu_is_subtracted_from_host_cpu(tmp_path):
     # the sender used 80% of one core = 40% of the host's two CPUs
     assert (r.host_cpu_pct, r.sender_cpu_pct, r.host_cpus, r.sensor_host_cpu_pct) == (50.0, 80.0, 2, 10.0)
 
-
-def test_split_cpus():
-    assert split_cpus([0, 1], None) == ([0], [1])
-    assert split_cpus([0, 1, 2, 3], None) == ([0], [1, 2, 3])
-    assert split_cpus([0], None) == ([0], None)
-    assert split_cpus([0, 1, 2], [2]) == ([0, 1], [2])

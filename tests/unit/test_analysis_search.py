@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from idsbench.accounting import Waterfall
 from idsbench.analysis.search import search_fields, sensor_cost
-from idsbench.store.schema import SearchResult, ToleranceResult, TrialRecord, WaterfallRecord
+from idsbench.store.schema import SearchResult, ToleranceResult, TrialRecord
 
 
 def trial(index: int, pps: float, cpus: float | None, *, loss: float = 0.0, behind: bool = False,
@@ -13,7 +14,7 @@ def trial(index: int, pps: float, cpus: float | None, *, loss: float = 0.0, behi
     sent = int(pps * 2)
     return TrialRecord(index=index, mode=mode, value=pps, offered_pps=pps, achieved_pps=pps, duration_s=2.0,
                        sent_pkts=sent, sensor_cpus_used=cpus, fell_behind=behind,
-                       waterfall=WaterfallRecord(sent=sent, loss_capture_pkts=int(sent * loss), loss_ratio=loss))
+                       waterfall=Waterfall(sent=sent, loss_capture_pkts=int(sent * loss)))
 
 
 def search(*trials: TrialRecord, verification: tuple[TrialRecord, ...] = (), ndr: float = 10_000.0) -> SearchResult:

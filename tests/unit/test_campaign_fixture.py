@@ -54,6 +54,8 @@ def test_results_rows_are_those_of_the_code_that_wrote_it(root: Path, expected: 
     assert isinstance(old, list) and len(rows) == len(old) == 2
     for row, before, keys in zip(rows, old, expected["row_keys"], strict=True):  # type: ignore[call-overload]
         alerts = row.pop("alerts_by_sid")
+        # the sensor's worker count is a newer key too; main's samples did not record it (its log is left out)
+        assert row.pop("sensor_threads") is None
         assert row == before
         assert list(row) == keys                                # the same keys in the same order
         # the marker rules' alerts per signature (medians over the 2 ok samples): what they raise offline
@@ -65,7 +67,10 @@ def test_the_report_reads_the_same_inputs(root: Path, expected: dict[str, object
     campaign = load_campaign(root)
     assert [list(e) for e in _environment(campaign)] == expected["environment"]
     assert {k: v for k, v in _meta(campaign).items() if k != "root"} == expected["meta"]
-    assert campaign.doc.model_dump(mode="json", include={"spec", "inputs", "cases"}) == expected["spec_json"]
+    dumped = campaign.doc.model_dump(mode="json", include={"spec", "inputs", "cases"})
+    for case in dumped["cases"]:  # a newer parameter (sensor.threads): unset in a campaign written before it
+        assert case.pop("threads") is None
+    assert dumped == expected["spec_json"]
     assert list(campaign.warnings) == expected["warnings"]
     assert campaign.doc.spec_problem is None and campaign.doc.environment.engines["suricata"].version
 

@@ -106,7 +106,7 @@ def test_cli_errors(tmp_path: Path):
 
 
 def test_host_differences_are_flagged(tmp_path: Path):
-    from idsbench.probe.model import BootParams, CpuInfo, HostProbe
+    from idsbench.probemodel import BootParams, CpuInfo, HostProbe
 
     a, b = _pair(tmp_path)
     cmp = compare_campaigns(load_campaign(a), load_campaign(b))

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from idsbench.monitor.pmu import parse_perf_csv
-from idsbench.probe.model import NoiseProbe
 from idsbench.probe.noise import coefficient_of_variation, cpu_times, noise_exceeds, other_load_pct
+from idsbench.probemodel import NoiseProbe
 
 STAT = "cpu  100 0 50 800 10 0 5 35 0 0\ncpu0 50 0 25 400 5 0 2 18 0 0\nintr 1\n"
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from idsbench.native.tsc import measure_tsc, parse_output
 from idsbench.probe.builds import cached_builds
 from idsbench.probe.diff import diff
-from idsbench.probe.model import CpuInfo, HostProbe, SensorBuild, TscRate
 from idsbench.probe.render import summary
-from idsbench.probe.tsc import measure_tsc, parse_output
+from idsbench.probemodel import CpuInfo, HostProbe, SensorBuild, TscRate
 
 SURICATA_STAMP = ("version=8.0.6\noptions=profiling\nconfigure=--disable-gccmarch-native --enable-profiling-rules\n"
                   "source=/s/suricata-8.0.6.tar.xz\nsource_sha256=895234a1\ncompilers=cc 12;rustc 1.95\n"

@@ -9,8 +9,8 @@ import pytest
 
 from idsbench.cli.main import main
 from idsbench.errors import InputError
-from idsbench.probe import diff, diff_paths, load
-from idsbench.probe.model import HostProbe
+from idsbench.probe.diff import diff, diff_paths, load
+from idsbench.probemodel import HostProbe
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "probes"
 

@@ -11,11 +11,11 @@ from idsbench.probe import ethtool_text as et
 from idsbench.probe import host
 from idsbench.probe.hypervisor import detect
 from idsbench.probe.interrupts import device_irqs, parse_interrupts
-from idsbench.probe.model import HostProbe, SensorProbe, TimerCosts
 from idsbench.probe.sensor import parse_build_info
 from idsbench.probe.sysfs import bracketed_choice, format_cpulist, parse_cpulist
 from idsbench.probe.timers import parse_output
 from idsbench.probe.warnings import warnings
+from idsbench.probemodel import HostProbe, SensorProbe, TimerCosts
 
 I40E_X = """RX flow hash indirection table for ens1f0 with 4 RX ring(s):
     0:      0     1     2     3     0     1     2     3
@@ -254,7 +254,7 @@ def test_warning_only_for_profiling_build_with_trapping_tick():
 
 
 def test_collect_over_a_fake_root(tmp_path):
-    from idsbench.probe import collect
+    from idsbench.probe.collect import collect
 
     write(tmp_path, "proc/cpuinfo", "processor\t: 0\nmodel name\t: Fake\nflags\t\t: fpu\n")
     write(tmp_path, "sys/devices/system/cpu/online", "0\n")

@@ -142,7 +142,7 @@ def test_tcpreplay_campaign_says_why_there_is_no_lateness(report: Path):
 
 
 def test_report_shows_the_host_probe_and_its_traps(tmp_path: Path):
-    from idsbench.probe.model import CpuInfo, HostProbe, SensorProbe, TimerCosts
+    from idsbench.probemodel import CpuInfo, HostProbe, SensorProbe, TimerCosts
 
     root = write_campaign(tmp_path, [FakeCase(samples=2)], per_second=False)
     probe = HostProbe(cpu=CpuInfo(model="Fake CPU", count=2), hypervisor="kvm", kernel="6.1.0-fake",

@@ -104,8 +104,8 @@ def test_the_reports_costliest_rules_show_the_unit_the_cpu_share_and_no_invented
 
 
 def test_a_profiling_suricata_records_the_tsc_rate_once_in_its_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from idsbench.probe import tsc
-    from idsbench.probe.model import TscRate
+    from idsbench.native import tsc
+    from idsbench.probemodel import TscRate
     from idsbench.sensors import registry
     from idsbench.sensors.suricata import Suricata
 

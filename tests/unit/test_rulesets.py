@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from idsbench.analysis.engines import alerts_on, case_engine_figures, common_sids, engine_rules
+from idsbench.buildstamp import SnortBuild
 from idsbench.errors import SpecError
 from idsbench.plan import plan
 from idsbench.run.preflight import rule_load_doc
 from idsbench.sensors import rulesets
 from idsbench.sensors.snort import ruleprep
-from idsbench.sensors.snort.config import SnortBuild, SnortInstall
+from idsbench.sensors.snort.config import SnortInstall
 from idsbench.sensors.snort.log import VALIDATED_LINE
 from idsbench.spec import spec_from_dict
 from idsbench.store.campaigndoc import CampaignDoc, Inputs

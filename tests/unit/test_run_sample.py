@@ -73,8 +73,8 @@ class Script:
 
 
 class FakeSensorRun:
-    def __init__(self, script: Script, clock: FakeClock):
-        self.script, self.clock = script, clock
+    def __init__(self, script: Script, clock: FakeClock, threads: int | None = None):
+        self.script, self.clock, self.threads = script, clock, threads
         self.argv = ["fake-sensor"]
         self.log_dir = Path("/nonexistent")
         self.final: Counters | None = None
@@ -117,6 +117,9 @@ class FakeSensorRun:
     def integrity(self) -> EventLogIntegrity | None:
         return EventLogIntegrity(Path("/nonexistent/eve.json"), 10, 0, self.script.eve_cut)
 
+    def worker_threads(self) -> int | None:
+        return self.threads if self.threads is not None else 7  # "auto": whatever the engine chose
+
 
 class FakeEngine:
     name = "fake"
@@ -126,7 +129,7 @@ class FakeEngine:
 
     def prepare(self, run_dir: Path, interface: str, options: SensorOptions, *, mtu: int | None = None):
         EVENTS.append(f"sensor prepare {interface}")
-        return FakeSensorRun(self.script, self.clock)
+        return FakeSensorRun(self.script, self.clock, options.threads)
 
     def host_paths(self) -> tuple[Path, ...]:
         return ()
@@ -422,3 +425,14 @@ def test_the_summary_holds_the_sample_timeline_in_order(tmp_path: Path):
     assert starts == sorted(starts) and starts[0] >= s.started_unix
     assert abs(sum(p.duration_s for p in s.phases) - (s.finished_unix - s.started_unix)) < 0.05
     assert s.overhead_s is not None and s.overhead_s >= 0
+
+
+def test_the_sensor_runs_one_worker_per_cpu_it_is_given_and_the_summary_says_so(tmp_path: Path):
+    # two CPUs: the sender on one, the sensor pinned to the other, no quota: one worker (not two)
+    s = run_one(tmp_path / "a", Script())
+    assert s.placement is not None and s.placement.sensor_cpus == (1,) and s.placement.sensor_workers == 1
+    assert s.sensor.threads == 1  # what the engine said it ran
+    s = run_one(tmp_path / "b", Script(), sensor={"threads": 2})
+    assert s.placement is not None and s.placement.sensor_workers == 2 and s.sensor.threads == 2
+    s = run_one(tmp_path / "c", Script(), sensor={"threads": "auto"})  # the engine's own choice
+    assert s.placement is not None and s.placement.sensor_workers is None and s.sensor.threads == 7

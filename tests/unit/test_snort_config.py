@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from idsbench.buildstamp import parse_build_stamp
 from idsbench.errors import EnvironmentMissing, SpecError
 from idsbench.sensors.snort.config import (
     ALERT_FIELDS,
@@ -14,7 +15,6 @@ from idsbench.sensors.snort.config import (
     line_buffered,
     log_file_names,
     lua_string,
-    parse_build_stamp,
     render_config,
     snort_argv,
 )

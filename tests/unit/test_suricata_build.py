@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from idsbench.buildstamp import parse_stamp
 from idsbench.errors import EnvironmentMissing, SpecError
 from idsbench.plan import plan
 from idsbench.sensors import registry
 from idsbench.sensors.ruleprofile import catalog, category_of, collect, parse_suricata_rule_perf
 from idsbench.sensors.suricata import build
-from idsbench.sensors.suricata.build import EngineRef, ensure_build, parse_engine, parse_stamp
+from idsbench.sensors.suricata.build import EngineRef, ensure_build, parse_engine
 from idsbench.spec import Spec
 from idsbench.store.rule_profile import read_profile
 

@@ -115,7 +115,7 @@ def test_parse_report_with_other_lines_around_it():
     rep = parse_report(text, replayers=1, requested=5.0, exit_code=0, planned_s=2.0)
     (r,) = rep.replayers
     assert (r.pkts_sent, r.bytes_sent, r.failed, r.retries, r.sender) == (10, 1000, 1, 3, "native")
-    assert r.lateness is not None and (r.lateness.p50_us, r.lateness.p99_us, r.lateness.max_us) == (3.0, 40.0, 120.5)
+    assert r.lateness is not None and (r.lateness.p50_ms, r.lateness.p99_ms, r.lateness.max_ms) == (0.003, 0.04, 0.1205)
     assert [(s.t, s.pkts, s.bytes) for s in r.per_second] == [(0, 6, 600), (1, 4, 400)]
     assert r.rate_ratio == 1.0 and not r.fell_short() and r.cpu_s == 0.2
     assert rep.complete and rep.start_unix == 1700000000.25 and rep.rt_demotions == 1

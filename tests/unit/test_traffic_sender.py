@@ -82,10 +82,10 @@ def test_wire_lateness_sees_drift_and_pairs_interleaved_replayers():
     deadlines = np.arange(0, 1_000_000_000, 1_000_000, dtype=np.int64)  # 1000 packets, 1 ms apart
     drifting = deadlines + np.arange(1000) * 50_000 + 7_000_000_000  # 50 µs later each time, unknown clock
     late = wire_lateness(drifting, deadlines)
-    assert late.max_us == pytest.approx(999 * 50) and late.p50_us == pytest.approx(500 * 50, rel=0.01)
+    assert late.max_ms == pytest.approx(999 * 0.05) and late.p50_ms == pytest.approx(500 * 0.05, rel=0.01)
     two = np.concatenate([deadlines, deadlines + 3_000])  # two replayers, one 3 µs behind the other
     late2 = wire_lateness(two + 123, np.tile(deadlines, 2))
-    assert late2.max_us == pytest.approx(3.0) and late2.p50_us <= 3.0
+    assert late2.max_ms == pytest.approx(0.003) and late2.p50_ms <= 0.003
     with pytest.raises(ValueError):
         wire_lateness(deadlines[:-1], deadlines)
 

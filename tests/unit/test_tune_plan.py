@@ -10,8 +10,8 @@ import yaml
 
 from idsbench.cli.main import main
 from idsbench.errors import SpecError
-from idsbench.probe import load
-from idsbench.probe.model import HostProbe
+from idsbench.probe.diff import load
+from idsbench.probemodel import HostProbe
 from idsbench.tune import PlanOptions, TuningPlan, make_plan
 from idsbench.tune.ansible import write_role
 from idsbench.tune.apply import default_route_interfaces

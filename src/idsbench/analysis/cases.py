@@ -110,7 +110,7 @@ def case_result(cs: CaseSamples, cv_threshold: float = DEFAULT_CV_THRESHOLD,
         warnings=tuple(_warnings(cs, cv_threshold)),
         pairs=tuple(sorted({s.summary.pair for s in (cs.used or cs.failed) if s.summary.pair})),
         degraded_sensor=degraded_medians(cs), phases=phase_medians(cs), search=search_fields(cs.search),
-        engine_version=engine_version(cs), alerts_by_sid=alert_medians(cs),
+        engine_version=engine_version(cs), alerts_by_sid=alert_medians(cs), sensor_threads=sensor_threads(cs),
     )
 
 
@@ -124,6 +124,16 @@ def phase_medians(cs: CaseSamples) -> dict[str, float]:
         if value is not None:
             out[name] = round(value, 3)
     return out
+
+
+def sensor_threads(cs: CaseSamples) -> int | None:
+    """The worker threads the case's sensor ran: what it reported (its log), else what it was asked
+    (`placement.sensor_workers`); the most common over the ok samples (else over all). None: unknown
+    (samples from before sensor.threads, an engine that did not say)."""
+    counts = Counter(s.summary.sensor.threads or (s.summary.placement.sensor_workers if s.summary.placement else None)
+                     for s in (cs.used or cs.failed))
+    counts.pop(None, None)
+    return counts.most_common(1)[0][0] if counts else None
 
 
 def engine_version(cs: CaseSamples) -> str | None:
@@ -164,6 +174,12 @@ def _warnings(cs: CaseSamples, threshold: float) -> list[str]:
         return out
     if cs.incomplete:
         out.append(f"case {case_id}: {cs.incomplete} sample(s) incomplete; complete them with --resume.")
+    asked = {s.summary.placement.sensor_workers for s in cs.used if s.summary.placement}
+    ran = {t for t in (s.summary.sensor.threads for s in cs.used) if t is not None}
+    if len(asked) == 1 and None not in asked and ran and ran != asked:
+        out.append(f"case {case_id}: the sensor ran {', '.join(map(str, sorted(ran)))} worker thread(s), "
+                   f"{asked.pop()} were asked (an engine setting in sensor.set or the config overlay names "
+                   "its threads?)")
     noisy = []
     drops = median(cs.column("drop_ratio")) or 0.0
     for key in CV_CHECKED:

@@ -7,8 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from idsbench import probe
 from idsbench.errors import SpecError
+from idsbench.probe.collect import collect
+from idsbench.probe.diff import diff_paths
+from idsbench.probe.render import summary
 
 
 def add_parser(subparsers: Any) -> None:
@@ -34,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
             raise SpecError("--diff compares two stored probes; --iface/--netns/--json do not apply.",
                             fix="run `idsbench probe --diff A B` alone.")
         a, b = args.diff
-        differences = probe.diff_paths(a, b)
+        differences = diff_paths(a, b)
         if not differences:
             print(f"no relevant difference between {a} and {b}")
             return 0
@@ -45,9 +47,9 @@ def run(args: argparse.Namespace) -> int:
     if args.netns and not args.iface:
         raise SpecError("--netns names where to find interfaces, but no --iface was given.",
                         fix="add --iface IF for each interface to probe inside the namespace.")
-    host = probe.collect(args.iface, netns=args.netns, sensor=not args.no_sensor)
+    host = collect(args.iface, netns=args.netns, sensor=not args.no_sensor)
     if args.json:
         sys.stdout.write(host.to_json() + "\n")
     else:
-        print(probe.summary(host))
+        print(summary(host))
     return 0

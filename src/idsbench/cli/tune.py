@@ -7,8 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from idsbench import probe, settings
+from idsbench import settings
 from idsbench.errors import SpecError
+from idsbench.probe.collect import collect as collect_probe
+from idsbench.probe.diff import load as load_probe
 from idsbench.spec import parse_size
 from idsbench.tune import ansible, render
 from idsbench.tune.apply import apply_plan, require_root
@@ -71,9 +73,9 @@ def run_plan(args: argparse.Namespace) -> int:
     if args.format == "ansible" and not args.out:
         raise SpecError("--format ansible writes a role directory.", fix="add --out DIR.")
     if args.host:
-        host = probe.load(args.host)
+        host = load_probe(args.host)
     else:
-        host = probe.collect([args.iface] if args.iface else [], sensor=False)
+        host = collect_probe([args.iface] if args.iface else [], sensor=False)
     options = PlanOptions(cpus=args.cpus, iface=args.iface, memory_bytes=args.memory,
                           rate_pps=args.rate_pps, flows=args.flows)
     plan = make_plan(host, options)

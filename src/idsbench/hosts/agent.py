@@ -177,7 +177,7 @@ class Agent:
             shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
             return Empty()
         if op == "probe":
-            from idsbench.probe import collect
+            from idsbench.probe.collect import collect
 
             return ProbeResult(probe=collect(interfaces=[self.iface] if self.iface else [], sensor=self.role == "sensor"))
         if op == "nic":

@@ -15,7 +15,7 @@ from dataclasses import dataclass, fields
 from idsbench.errors import SpecError
 from idsbench.hosts.inventory import Pair
 from idsbench.plan import Case
-from idsbench.probe.model import HostProbe
+from idsbench.probemodel import HostProbe
 from idsbench.store.layout import SUMMARY_FILE, CampaignDir
 from idsbench.store.reader import read_host_probe
 from idsbench.store.summaryfile import read_summary

@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from idsbench import settings
-from idsbench.errors import EnvironmentMissing, IdsbenchError, SpecError
+from idsbench.errors import EnvironmentMissing, IdsbenchError
 from idsbench.hosts import hostkeys
 from idsbench.hosts.assign import assign, check_pooling
 from idsbench.hosts.digest import digest
 from idsbench.hosts.inventory import HostEntry, Inventory, Pair, load_inventory
 from idsbench.hosts.link import HostLink
 from idsbench.hosts.pairrun import PairRunner, SampleResult
-from idsbench.hosts.prepare import CampaignUploads, check_hello, store_probe
+from idsbench.hosts.prepare import CampaignUploads, check_hello, check_hosts_spec, store_probe
 from idsbench.hosts.protocol import Empty, Hello
 from idsbench.plan import Case, plan, run_order
 from idsbench.run.campaign import CampaignResult, disk_error, signals_as_interrupt
@@ -48,8 +48,6 @@ from idsbench.store.environment import fingerprint
 from idsbench.store.layout import CampaignDir
 from idsbench.store.schema import PlannedCase, TraceRecord
 from idsbench.teardown import TeardownStack
-
-SUPPORTED_SETUPS = ("baremetal",)
 
 
 @dataclass
@@ -77,19 +75,8 @@ def known_hosts_file(spec: Spec, inv: Inventory) -> Path:
 def run_on_hosts(spec: Spec, out_dir: Path, *, resume: bool = False, progress: Progress | None = None,
                  state_dir: Path | None = None, cache_dir: Path | None = None, name_prefix: str | None = None,
                  become_password: str | None = None) -> HostsResult:
+    check_hosts_spec(spec)  # every axis and section the hosts runner cannot run: a SpecError before anything
     cases = plan(spec)
-    unsupported = sorted({c.setup for c in cases} - set(SUPPORTED_SETUPS))
-    if unsupported:
-        raise SpecError(f"setup kind(s) {', '.join(unsupported)} do not run on remote hosts yet.",
-                        fix=f"use [setup] kinds = {list(SUPPORTED_SETUPS)} with [hosts], or run them on this machine.")
-    if spec.wire.impair.active:
-        raise SpecError("[wire.impair] emulates loss on this machine's veth wire; on hosts the wire is real.",
-                        fix="remove [wire.impair] from a spec with [hosts] (a lossy mirror shows up as wire loss).")
-    own = [t.path for t in spec.traffic.traces if not isinstance(t, str)]
-    if own:  # the sensor hosts get sensor.rules only (CampaignUploads)
-        raise SpecError(f"traffic.traces: {', '.join(own)} name their own rules; on hosts every trace runs with "
-                        "sensor.rules.", fix="give those rules as sensor.rules (one campaign per trace), or run the "
-                                             "campaign on this machine (without [hosts]).")
     inv = hosts_inventory(spec)
     pairs = inv.pairs()
     known = known_hosts_file(spec, inv)

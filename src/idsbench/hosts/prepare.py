@@ -31,6 +31,33 @@ from idsbench.store.reader import host_probe_file, read_host_probe
 from idsbench.store.schema import TraceRecord
 
 PROVISION_FIX = "install it with `idsbench hosts provision --inventory FILE` (or SPEC), then retry."
+SUPPORTED_SETUPS = ("baremetal",)
+
+
+def check_hosts_spec(spec: Spec) -> None:
+    """SpecError naming the first axis or section of `spec` that a campaign on hosts cannot run, and the
+    fix — called before anything connects or starts (and again by the sensor host's agent)."""
+    unsupported = [k for k in spec.setup.kinds if k not in SUPPORTED_SETUPS]
+    if unsupported:
+        raise SpecError(f"setup kind(s) {', '.join(unsupported)} do not run on remote hosts yet.",
+                        fix=f"use [setup] kinds = {list(SUPPORTED_SETUPS)} with [hosts], or run them on this machine.")
+    if spec.wire.impair.active:
+        raise SpecError("[wire.impair] emulates loss on this machine's veth wire; on hosts the wire is real.",
+                        fix="remove [wire.impair] from a spec with [hosts] (a lossy mirror shows up as wire loss).")
+    overlays = spec.sensor.overlays()
+    if len(overlays) > 1:
+        raise SpecError(f"the sensor.config axis: a campaign on hosts runs one config overlay, this spec names "
+                        f"{len(overlays)}.", fix="run one campaign per overlay and `idsbench compare` them.")
+    if spec.sensor.rulesets:
+        raise SpecError(f"the ruleset axis (sensor.rules with {len(spec.sensor.rulesets)} rulesets: "
+                        f"{', '.join(spec.sensor.rulesets)}) does not run on hosts yet.",
+                        fix="run one campaign per ruleset (sensor.rules = [\"a.rules\", …]) and `idsbench compare` "
+                            "them, or run the ruleset axis on this machine (without [hosts]).")
+    own = [t.path for t in spec.traffic.traces if not isinstance(t, str)]
+    if own:  # the sensor hosts get sensor.rules only (CampaignUploads)
+        raise SpecError(f"traffic.traces: {', '.join(own)} name their own rules; on hosts every trace runs with "
+                        "sensor.rules.", fix="give those rules as sensor.rules (one campaign per trace), or run the "
+                                             "campaign on this machine (without [hosts]).")
 
 
 def check_hello(host: HostEntry, hello: Hello, local_digest: str) -> None:
@@ -74,10 +101,8 @@ class CampaignUploads:
             self.rule_files += [(f, f"{remote}/{f.name}") for f in files]
             self.rule_inputs += [{"path": str(f), "sha256": sha256_file(f)} for f in files]
         self.overlay: tuple[Path, str] | None = None
+        check_hosts_spec(spec)
         overlays = spec.sensor.overlays()
-        if len(overlays) > 1:
-            raise SpecError(f"a campaign on hosts runs one config overlay, this spec names {len(overlays)}.",
-                            fix="run one campaign per overlay and `idsbench compare` them.")
         if overlays:
             local = spec.resolve_path(overlays[0])
             if not local.is_file():

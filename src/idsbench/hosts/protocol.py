@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from idsbench import errors
 from idsbench.errors import IdsbenchError
 from idsbench.monitor.netdev import IfCounters
-from idsbench.probe.model import HostProbe
+from idsbench.probemodel import HostProbe
 from idsbench.run.verdict import ReplayerFacts
 from idsbench.spec import Spec, spec_from_dict
 from idsbench.store.environment import sha256_file

@@ -14,13 +14,13 @@ as a local sample; the controller copies the sample directory back and adds the 
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from idsbench.errors import EnvironmentMissing, IdsbenchError, SpecError
+from idsbench.hosts.prepare import check_hosts_spec
 from idsbench.hosts.protocol import (
     AgentChannel,
     AgentEnv,
@@ -44,7 +44,7 @@ from idsbench.plan import Case, plan
 from idsbench.proc import Supervisor
 from idsbench.run.context import CampaignContext
 from idsbench.run.drain import WireSnapshot, iface_counters, softnet_counts
-from idsbench.run.preflight import sensor_options
+from idsbench.run.facts import case_options, engine_options
 from idsbench.run.replay import ReplayOutcome, ReplayPlan
 from idsbench.run.sample import SampleRun
 from idsbench.run.session import Monitor, SampleDeps, SenderGroup
@@ -106,31 +106,36 @@ class SensorSide:
                                      fix="set idsbench_capture_interface in the inventory.")
         self.agent, self.iface, self.peer = agent, agent.iface, rc.peer_interface or "peer"
         self.spec = rc.load_spec()
+        check_hosts_spec(self.spec)  # the controller checked it too: what this side cannot run is a SpecError
         self.cases = {c.case_id: c for c in plan(self.spec)}
+        # the spec's rule references -> the copies the controller uploaded (RemoteCampaign.rules, in order)
+        uploaded = dict(zip(self.spec.sensor.rules, rc.rules, strict=False))
         engines: dict[str, SensorEngine] = {}
         options: dict[str, SensorOptions] = {}
         info: dict[str, EngineInfo] = {}
-        refs = [r if r.startswith("builtin:") else str(agent.path(r)) for r in rc.rules]
-        overlay = agent.path(rc.config_overlay) if rc.config_overlay else None
         for name in self.spec.sensor.engine:
             engine = registry.engine(name)
             engine.require()
             engines[name] = engine
-            options[name] = dataclasses.replace(sensor_options(self.spec, engine, refs), config_overlay=overlay)
+            mine = engine_options(self.spec, name, engine, lambda ref: str(agent.path(uploaded.get(ref, ref))))
+            options.update(mine)
             info[name] = EngineInfo.model_validate({"version": engine.version(), "build_info": engine.build_info(),
-                                                    "rules": [str(p) for p in options[name].rules]})
+                                                    "rules": [str(p) for o in mine.values() for p in o.rules]})
+        overlays = self.spec.sensor.overlays()
         traces = dict(rc.traces)
         self.ctx = RemoteSensorContext(
             spec=self.spec, layout=CampaignDir(agent.path(f"runs/{rc.key}")), state_dir=agent.state_dir,
             cache_dir=agent.cache_dir, engines=engines, engine_versions={n: i.version for n, i in info.items()},
-            options=options, traces=traces, name_prefix=rc.name_prefix)
+            options=options, traces=traces, name_prefix=rc.name_prefix,
+            overlays={overlays[0]: agent.path(rc.config_overlay)} if overlays and rc.config_overlay else {},
+            sender_here=False)  # the replayers run on the paired sender host: the sensor has every CPU
         self.opened = SensorOpened(engines=info)
 
     def dispatch(self, request: Request, channel: AgentChannel) -> Empty | SampleDone:
         if request.op == "config_test":
-            for name, engine in self.ctx.engines.items():
+            for case in {(c.engine, c.rules, c.config): c for c in self.cases.values()}.values():
                 with tempfile.TemporaryDirectory(prefix="idsbench-check-", dir=self.agent.workdir) as tmp:
-                    engine.config_test(self.ctx.options[name], Path(tmp))
+                    self.ctx.engine(case).config_test(case_options(self.ctx, case), Path(tmp))
             return Empty()
         if request.op == "sample":
             args = request.args_as(SampleArgs)

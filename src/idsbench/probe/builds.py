@@ -14,15 +14,10 @@ import subprocess
 from pathlib import Path
 
 from idsbench import settings
-from idsbench.probe.model import SensorBuild
-from idsbench.sensors.snort.config import parse_build_stamp
-from idsbench.sensors.suricata.build import parse_stamp, repo_root
+from idsbench.buildstamp import key_values, parse_build_stamp, parse_stamp, repo_root
+from idsbench.probemodel import SensorBuild
 
 STAMP = ".built"
-
-
-def _key_values(text: str) -> dict[str, str]:
-    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
 
 
 def suricata_builds(cache: Path) -> tuple[list[SensorBuild], list[str]]:
@@ -55,7 +50,7 @@ def snort_record(script: Path | None = None) -> dict[str, str] | None:
                               timeout=60, check=False, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return _key_values(done.stdout) if done.returncode == 0 else None
+    return key_values(done.stdout) if done.returncode == 0 else None
 
 
 def snort_builds(cache: Path, script: Path | None = None) -> tuple[list[SensorBuild], list[str]]:
@@ -77,7 +72,7 @@ def snort_builds(cache: Path, script: Path | None = None) -> tuple[list[SensorBu
         except (OSError, ValueError) as exc:
             notes.append(f"builds: {stamp} does not read ({exc})")
             continue
-        values = _key_values(text)
+        values = key_values(text)
         completed_from = None
         if "source_sha256" not in values or "configure" not in values:
             if not asked:

@@ -6,15 +6,15 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from idsbench.native.tsc import measure_tsc
 from idsbench.probe import host
 from idsbench.probe.builds import cached_builds
 from idsbench.probe.hypervisor import detect
-from idsbench.probe.model import SCHEMA, HostProbe, InterfaceProbe, TimerCosts, TscRate
 from idsbench.probe.netif import probe_in_netns, probe_interface
 from idsbench.probe.sensor import probe_suricata
 from idsbench.probe.sysfs import read_text
 from idsbench.probe.timers import measure
-from idsbench.probe.tsc import measure_tsc
+from idsbench.probemodel import SCHEMA, HostProbe, InterfaceProbe, TimerCosts, TscRate
 
 
 def collect(interfaces: Sequence[str] = (), netns: str | None = None, sensor: bool = True, *,

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from pydantic import JsonValue
 
-from idsbench.probe.model import HostProbe
+from idsbench.probemodel import HostProbe
+from idsbench.store.reader import read_probe, read_spec_doc
 
 # Paths that change without anything relevant changing (time, current frequency, IRQ numbers, ...).
 VOLATILE = (
@@ -96,15 +97,11 @@ def diff(a: HostProbe, b: HostProbe) -> list[Difference]:
 
 def load(path: Path) -> HostProbe:
     """A probe from a probe file or a campaign directory: the store's one probe reader."""
-    from idsbench.store.reader import read_probe  # here: the store's reader imports probe.model
-
     return read_probe(Path(path))
 
 
 def spec_overrides(campaign: Path) -> dict[str, JsonValue] | None:
     """The campaign spec's `sensor.set`, or None when `campaign` is not a campaign directory."""
-    from idsbench.store.reader import read_spec_doc
-
     spec = read_spec_doc(campaign) if campaign.is_dir() else None
     if spec is None:
         return None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from idsbench.probe.model import Channels, Coalesce, Pause, Rings, Rss
+from idsbench.probemodel import Channels, Coalesce, Pause, Rings, Rss
 
 # ethtool -n rx-flow-hash field descriptions -> the letters `ethtool -N ... rx-flow-hash` takes.
 FLOW_HASH_LETTERS = (

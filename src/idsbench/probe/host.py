@@ -7,8 +7,8 @@ import re
 import shlex
 from pathlib import Path
 
-from idsbench.probe.model import BootParams, CpuFreq, CpuInfo, LogicalCpu, NumaNode, Thp
 from idsbench.probe.sysfs import bracketed_choice, parse_cpulist, read_int, read_text
+from idsbench.probemodel import BootParams, CpuFreq, CpuInfo, LogicalCpu, NumaNode, Thp
 
 # Kernel command-line keys -> BootParams fields.
 BOOT_KEYS = {

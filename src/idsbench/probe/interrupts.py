@@ -6,8 +6,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from idsbench.probe.model import Irq
 from idsbench.probe.sysfs import parse_cpulist, read_text
+from idsbench.probemodel import Irq
 
 # Names of per-queue vectors: eth0-TxRx-3, i40e-eth0-TxRx-3, virtio2-input.0, mlx5_comp3@pci:...
 _QUEUE_NAME = re.compile(r"(txrx|rx|tx|input|output|comp|ch|queue|q)[-_.]?\d+", re.IGNORECASE)

@@ -19,8 +19,8 @@ from idsbench import proc
 from idsbench.errors import EnvironmentMissing, InputError
 from idsbench.probe import ethtool_text as et
 from idsbench.probe.interrupts import device_irqs
-from idsbench.probe.model import InterfaceProbe
 from idsbench.probe.sysfs import read_int, read_text
+from idsbench.probemodel import InterfaceProbe
 
 ETHTOOL_TIMEOUT_S = 20.0
 FLOW_TYPES = ("tcp4", "udp4")

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from idsbench.probe.model import NoiseProbe
+from idsbench.probemodel import NoiseProbe
 
 PROC_STAT = Path("/proc/stat")
 CPUFREQ = Path("/sys/devices/system/cpu")

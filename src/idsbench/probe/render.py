@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from idsbench.probe.model import HostProbe, InterfaceProbe, SensorBuild
 from idsbench.probe.sysfs import format_cpulist
 from idsbench.probe.warnings import TICK_TRAP_NS, warnings
+from idsbench.probemodel import HostProbe, InterfaceProbe, SensorBuild
 
 # Offloads worth a glance on a capture interface (ethtool -k long names -> short).
 SHOWN_OFFLOADS = (

@@ -8,7 +8,7 @@ import shutil
 
 from idsbench import proc
 from idsbench.errors import EnvironmentMissing
-from idsbench.probe.model import SensorProbe
+from idsbench.probemodel import SensorProbe
 
 # `--build-info` "<X> support:" lines that name capture methods.
 CAPTURE_LINES = (

@@ -7,13 +7,12 @@ its stdout with `parse_output()`.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from idsbench import native, proc
 from idsbench.errors import EnvironmentMissing
-from idsbench.probe.model import TimerCosts
+from idsbench.native.output import json_report
+from idsbench.probemodel import TimerCosts
 
 DEFAULT_ROUNDS = 7
 DEFAULT_ROUND_MS = 10
@@ -25,17 +24,6 @@ def timer_argv(program: Path, *, rounds: int = DEFAULT_ROUNDS, round_ms: int = D
                cpu: int | None = None) -> list[str]:
     argv = [str(program), "--rounds", str(rounds), "--round-ms", str(round_ms)]
     return argv + (["--cpu", str(cpu)] if cpu is not None else [])
-
-
-def json_report(text: str, program: str) -> tuple[dict[str, Any] | None, str]:
-    """The JSON object a native probe program printed as its last line, else (None, why not)."""
-    try:
-        doc = json.loads(text.strip().splitlines()[-1]) if text.strip() else None
-    except json.JSONDecodeError as exc:
-        return None, f"{program} printed no JSON ({exc}): {text.strip()[:200]!r}"
-    if not isinstance(doc, dict):
-        return None, f"{program} printed no JSON object: {text.strip()[:200]!r}"
-    return doc, ""
 
 
 def parse_output(text: str) -> TimerCosts:

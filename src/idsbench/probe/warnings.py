@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from idsbench.probe.model import HostProbe
+from idsbench.probemodel import HostProbe
 
 # Above this the profiling tick (cpuid;rdtsc;cpuid) is a VM exit, not a few dozen cycles.
 TICK_TRAP_NS = 1000.0

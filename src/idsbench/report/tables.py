@@ -51,8 +51,9 @@ def results_table(rows: Sequence[CaseResult], colors: Mapping[str, str] | None =
     body = []
     for r in rows:
         p = r.params
+        workers = f"{r.sensor_threads} worker{'s' if r.sensor_threads != 1 else ''}" if r.sensor_threads else ""
         cells: list[Value] = [
-            Text(p.setup, note=variant(p), swatch=(colors or {}).get(p.setup, "")),
+            Text(p.setup, note=", ".join(v for v in (variant(p), workers) if v), swatch=(colors or {}).get(p.setup, "")),
             Text(trace_label(p.trace), tip=p.trace), p.rate, load_label(r), r.samples,
             f"{r.ci_level:.0%}" if r.samples else "–", *(measure(r, k) for k in RESULT_METRICS),
             Text(status_text(r), css="status-ok" if r.status == "ok" else "status-bad"), ", ".join(r.labels)]

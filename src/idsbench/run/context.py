@@ -1,8 +1,9 @@
-"""What every sample of a campaign shares: the spec, the resolved inputs, the sensor engine."""
+"""What every sample of a campaign shares: the spec, the resolved inputs, the sensor engines and their
+options per ruleset. What one case runs with on this host (CPUs, allocation, workers, its options) is
+built from it by `run/facts.py`."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from idsbench import settings
 from idsbench.plan import Case
 from idsbench.sensors.base import SensorEngine, SensorOptions
 from idsbench.sensors.rulesets import RuleSetLoad
-from idsbench.spec import DEFAULT_CONFIG, DEFAULT_RULESET, Spec
+from idsbench.spec import DEFAULT_RULESET, Spec
 from idsbench.store.layout import CampaignDir
 from idsbench.store.schema import TraceRecord
 from idsbench.traffic.rewrite import distinct_copy
@@ -29,30 +30,16 @@ class CampaignContext:
     cache_dir: Path
     engines: dict[str, SensorEngine]             # by name: every engine the plan uses
     engine_versions: dict[str, str]
-    options: dict[str, SensorOptions]             # per engine: its resolved rules, overrides…
+    options: dict[str, SensorOptions]             # per options_key (engine, ruleset): rules, overrides…
     traces: dict[str, TraceRecord] = field(default_factory=dict)
     rule_loads: dict[str, tuple[RuleSetLoad, ...]] = field(default_factory=dict)  # per engine: the share loaded
     name_prefix: str = field(default_factory=settings.name_prefix)
     warnings: list[str] = field(default_factory=list)  # found before the first sample (host traps…)
     overlays: dict[str, Path] = field(default_factory=dict)  # sensor.config name -> overlay file
+    sender_here: bool = True  # the replayers run on this host (False: a [hosts] sensor host)
 
     def engine(self, case: Case) -> SensorEngine:
         return self.engines[case.engine]
-
-    def options_for(self, case: Case) -> SensorOptions:
-        """The engine's options (with the case's ruleset) and the case's config overlay (sensor.config axis)."""
-        opts = self.options[options_key(case.engine, case.rules)]
-        if case.config == DEFAULT_CONFIG:
-            return dataclasses.replace(opts, config_overlay=None)
-        return dataclasses.replace(opts, config_overlay=self.overlays.get(case.config, opts.config_overlay))
-
-    def read_only_paths(self, case: Case) -> tuple[Path, ...]:
-        """What the sensor must see inside a container or VM (at the same path)."""
-        opts = self.options_for(case)
-        paths = [*opts.rules, *self.engine(case).host_paths()]
-        if opts.config_overlay is not None:
-            paths.append(opts.config_overlay)
-        return tuple(dict.fromkeys(paths))
 
     def replay_paths(self, case: Case) -> list[Path]:
         """The capture each replayer sends: its own rewritten copy (distinct flows), or the same."""

@@ -7,9 +7,9 @@ from __future__ import annotations
 from idsbench.errors import InputError, NoisyHost
 from idsbench.probe.collect import collect
 from idsbench.probe.diff import diff, load
-from idsbench.probe.model import NoiseProbe
 from idsbench.probe.noise import NOISY_LABEL, measure_noise, noise_exceeds
 from idsbench.probe.warnings import warnings as trap_warnings
+from idsbench.probemodel import NoiseProbe
 from idsbench.store import atomic
 from idsbench.store.layout import PROBE_FILE, CampaignDir
 

@@ -13,8 +13,8 @@ from idsbench.errors import EnvironmentMissing, InputError, SpecError
 from idsbench.plan import Case, plan
 from idsbench.proc import require_program
 from idsbench.run.context import CampaignContext, options_key
+from idsbench.run.facts import engine_options, place_cpus
 from idsbench.run.hostprobe import quietness, record_probe
-from idsbench.run.session import split_cpus
 from idsbench.run.truth import ground_truths
 from idsbench.sensors import registry, rulesets
 from idsbench.sensors.base import SensorEngine, SensorOptions
@@ -67,16 +67,6 @@ def resolve_traces(spec: Spec, cache_dir: Path) -> dict[str, TraceRecord]:
     return traces
 
 
-def sensor_options(spec: Spec, engine: SensorEngine, refs: Sequence[str] | None = None) -> SensorOptions:
-    """The engine's options without a config overlay (each case adds its own: options_for).
-    `refs`: the rule references as this host finds them (default: the spec's, resolved beside it)."""
-    if refs is None:
-        refs = [r if r.startswith("builtin:") else str(spec.resolve_path(r)) for r in spec.sensor.rules]
-    return SensorOptions(rules=tuple(engine.resolve_rules(refs)),
-                         overrides=tuple(spec.sensor.overrides(engine.name).items()),
-                         stats_interval_s=spec.sensor.stats_interval_s, capture_method=spec.sensor.capture_method)
-
-
 def config_overlays(spec: Spec) -> dict[str, Path]:
     """sensor.config names -> overlay files (each must exist)."""
     out = {}
@@ -106,9 +96,8 @@ def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path
     quietness is probed first (`require_quiet`: a noisy host is refused before anything starts)."""
     cases = plan(spec)
     check_host()
-    noise, noise_warnings = quietness(spec.search.precision, split_cpus(sorted(os.sched_getaffinity(0)),
-                                                                         spec.setup.cpuset)[1],
-                                      require_quiet=require_quiet)
+    sensor_cpus = place_cpus(sorted(os.sched_getaffinity(0)), spec.setup.cpuset).sensor
+    noise, noise_warnings = quietness(spec.search.precision, list(sensor_cpus), require_quiet=require_quiet)
     layout = CampaignDir(out_dir.resolve())  # absolute: containers and VMs mount sample directories
     spec_doc = spec.model_dump(mode="json")
     check_resume(layout, out_dir, spec_doc, resume)
@@ -121,10 +110,9 @@ def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path
         engine = registry.engine(name)
         engine.require()
         engines[name] = engine
+        options.update(engine_options(spec, name, engine, lambda ref: str(spec.resolve_path(ref))))
         for ruleset, refs in spec.rulesets_used().items():  # the rules axis and every trace's own rules
             key = options_key(name, ruleset)
-            resolved = [r if r.startswith("builtin:") else str(spec.resolve_path(r)) for r in refs]
-            options[key] = sensor_options(spec, engine, resolved)
             rule_loads[key] = rulesets.rule_loads(options[key].rules, rule_sources(spec, engine, refs))
             for config in spec.sensor.config:  # every configuration the campaign runs must load
                 check_dir = out_dir / "preflight" / name

@@ -11,7 +11,7 @@ from typing import Protocol
 from idsbench.plan import Case
 from idsbench.proc import Supervisor
 from idsbench.run.verdict import ReplayerFacts
-from idsbench.store.schema import Lateness, PerSecond, ReplayerRecord, ReplayRecord, TraceRecord
+from idsbench.store.schema import PerSecond, ReplayerRecord, ReplayRecord, TraceRecord
 from idsbench.traffic.replay import ReplayResult
 from idsbench.traffic.sender import ReplayJob, get_sender, run_senders
 from idsbench.wire.netns import WireEnds
@@ -82,12 +82,10 @@ class TrafficSender:
 
 
 def _record(r: ReplayResult) -> ReplayerRecord:
-    lateness = None if r.lateness is None else Lateness(
-        p50_ms=r.lateness.p50_us / 1000, p99_ms=r.lateness.p99_us / 1000, max_ms=r.lateness.max_us / 1000)
     return ReplayerRecord(
         index=r.index, pkts_sent=r.pkts_sent, bytes_sent=r.bytes_sent, failed=r.failed, truncated=r.truncated,
         elapsed_s=r.elapsed_s, pps=r.pps, mbps=r.mbps, requested_pps=r.requested_pps, exit_code=r.exit_code,
-        planned_s=r.planned_s, lateness=lateness,
+        planned_s=r.planned_s, lateness=r.lateness,
         per_second=tuple(PerSecond(t=s.t, packets=s.pkts, bytes=s.bytes, due_packets=s.due_pkts) for s in r.per_second))
 
 

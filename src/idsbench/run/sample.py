@@ -18,8 +18,8 @@ from idsbench.errors import IdsbenchError, SensorFailed
 from idsbench.monitor.pmu import PerfStat, PmuCounts, pmu_missing
 from idsbench.plan import Case
 from idsbench.profile.recorder import ProfileOptions, Profiler
-from idsbench.run.context import CampaignContext, options_key
-from idsbench.run.session import Phase, SampleDeps, SenderGroup, SensorSession, TrialOutcome, split_cpus
+from idsbench.run.context import CampaignContext
+from idsbench.run.session import Phase, SampleDeps, SenderGroup, SensorSession, TrialOutcome
 from idsbench.run.timeline import Timeline
 from idsbench.run.verdict import SampleFacts, Verdict, judge
 from idsbench.sensors import ruleprofile
@@ -38,7 +38,7 @@ from idsbench.store.schema import (
 )
 from idsbench.teardown import TeardownStack
 
-__all__ = ["MARKER_SIDS", "SampleDeps", "SampleOutcome", "SampleRun", "SenderGroup", "split_cpus"]
+__all__ = ["MARKER_SIDS", "SampleDeps", "SampleOutcome", "SampleRun", "SenderGroup"]
 MARKER_SIDS = range(1990000, 1990100)  # sensors/rules/markers.rules
 
 
@@ -143,10 +143,10 @@ class SampleRun:
             sensor = SensorRecord(engine=self.engine.name, version=ctx.engine_versions[case.engine],
                                   counters=counters or Counters(), degraded=run.degraded() if counters else {},
                                   alerts_by_sid=run.alerts_by_signature() if counters else {},
-                                  errors=tuple(run.errors()[:50]),
+                                  errors=tuple(run.errors()[:50]), threads=run.worker_threads(),
                                   rule_sets=tuple(RuleSetRecord(source=r.source, rules=r.rules, loaded=r.loaded,
                                                                 method=r.method)
-                                                  for r in ctx.rule_loads.get(options_key(case.engine, case.rules), ())))
+                                                  for r in (session.run_facts.rule_loads if session else ())))
             detection = self._detection(run)
         _write_counters_csv(sample_dir / COUNTERS_FILE, series)
         warnings.extend(_rule_profile(sample_dir, self.case.engine))

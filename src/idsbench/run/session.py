@@ -30,6 +30,7 @@ from idsbench.plan import Case
 from idsbench.proc import Supervisor
 from idsbench.run.context import CampaignContext
 from idsbench.run.drain import DrainResult, QuietWatch, WireSnapshot, any_runnable, drain, wire_record, wire_snapshot
+from idsbench.run.facts import case_facts
 from idsbench.run.replay import ReplayOutcome, ReplayPlan, Sender, TrafficSender, replay_plan
 from idsbench.run.timeline import Timeline
 from idsbench.run.verdict import describe_exit
@@ -106,16 +107,6 @@ class SampleDeps:
     bench_old_path: bool = False
 
 
-def split_cpus(available: list[int], sensor_cpuset: list[int] | None) -> tuple[list[int], list[int] | None]:
-    """(sender CPUs, sensor CPUs): different CPUs where there are enough, else shared (None = all)."""
-    if sensor_cpuset:
-        rest = [c for c in available if c not in sensor_cpuset]
-        return (rest or available), list(sensor_cpuset)
-    if len(available) >= 2:
-        return [available[0]], available[1:]
-    return available, None
-
-
 @dataclass(frozen=True)
 class SensorCpu:
     """The sensor's CPU time (seconds, its cgroup) around one replay: whether it kept up.
@@ -190,6 +181,7 @@ class SensorSession:
         self.engine = ctx.engine(case)
         self.trace = ctx.traces[case.trace]
         self.facts = SessionFacts()
+        self.run_facts = case_facts(ctx, case, deps.available_cpus())  # CPUs, allocation, workers, options
         self.run: SensorRun | None = None
         self.setup: Setup | None = None
         self.wire: WireEnds | None = None
@@ -207,10 +199,11 @@ class SensorSession:
         ctx, case, deps, f = self.ctx, self.case, self.deps, self.facts
         if self.timeline.current is None:
             self.timeline.enter("setup")
-        self.sender_cpus, sensor_cpus = split_cpus(deps.available_cpus(), ctx.spec.setup.cpuset)
+        rf = self.run_facts
+        self.sender_cpus = list(rf.cpus.sender)
         setup = self.setup = deps.make_setup(case.setup, SetupRequest(
-            sup=self.sup, engine=self.engine, name=self.name, sample_dir=self.sample_dir, cpus=case.cpus,
-            memory_bytes=case.memory_bytes, cpu_affinity=sensor_cpus, read_only_paths=ctx.read_only_paths(case),
+            sup=self.sup, engine=self.engine, name=self.name, sample_dir=self.sample_dir, cpus=rf.quota,
+            memory_bytes=case.memory_bytes, cpu_affinity=rf.cpus.sensor_affinity, read_only_paths=rf.read_only_paths,
             cache_dir=ctx.cache_dir, runtime=ctx.spec.setup.runtime, swappiness=ctx.spec.setup.swappiness,
             name_prefix=ctx.name_prefix, vcpus=ctx.spec.setup.vcpus, accel=ctx.spec.setup.accel,
         ))
@@ -226,10 +219,9 @@ class SensorSession:
         stats = self.stats = setup.prepare(wire)
         f.labels += list(setup.labels)
         f.invisible = setup.invisible
-        f.placement = Placement(sender_cpus=tuple(self.sender_cpus),
-                                sensor_cpus=tuple(sensor_cpus) if sensor_cpus else None, mtu=wire.mtu)
-        run = self.run = self.engine.prepare(self.sample_dir, setup.capture_interface(), ctx.options_for(case),
-                                             mtu=wire.mtu)
+        f.placement = Placement(sender_cpus=rf.cpus.sender, sensor_cpus=rf.cpus.sensor if rf.cpus.pinned else None,
+                                mtu=wire.mtu, sensor_workers=rf.workers)
+        run = self.run = self.engine.prepare(self.sample_dir, setup.capture_interface(), rf.options, mtu=wire.mtu)
         self.sender = deps.make_sender_group(self.stack, f"{self.name}-sender")
         sources = [*setup.overhead_sources(), *([self.sender.source] if self.sender.source else [])]
         self.monitor = deps.make_monitor(self.sample_dir / MONITOR_FILE, float(ctx.spec.sensor.stats_interval_s),
@@ -335,9 +327,7 @@ class SensorSession:
             ends = self.deps.snapshot(wire)
             return None if ends.sensor is None else ends.sensor.rx_pkts + ends.sensor.rx_dropped
 
-        sensor_cpus = self.facts.placement.sensor_cpus if self.facts.placement else None
-        allocation = self.case.cpus or float(len(sensor_cpus or self.deps.available_cpus()) or 1)
-        return QuietWatch(self.cpu_seconds, received, allocation, clock=self.deps.monotonic,
+        return QuietWatch(self.cpu_seconds, received, self.run_facts.allocation, clock=self.deps.monotonic,
                           runnable=lambda: any_runnable(self.sensor_pids()))
 
     def _idle_rate(self) -> float | None:

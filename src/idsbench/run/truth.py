@@ -18,6 +18,7 @@ from pathlib import Path
 
 from idsbench.plan import Case
 from idsbench.run.context import CampaignContext
+from idsbench.run.facts import case_options
 from idsbench.store import atomic
 from idsbench.store.environment import sha256_file
 from idsbench.store.layout import TRUTH_DIR
@@ -64,7 +65,7 @@ def case_truth(ctx: CampaignContext, case: Case, digest: Callable[[Path], str]) 
 
 def _cached(ctx: CampaignContext, case: Case, pcap: Path, sha: str,
             digest: Callable[[Path], str]) -> dict[int, int] | None:
-    engine, options = ctx.engine(case), ctx.options_for(case)
+    engine, options = ctx.engine(case), case_options(ctx, case)
     h = hashlib.sha256(f"{TRUTH_VERSION}\0{engine.name}\0{ctx.engine_versions[case.engine]}\0{sha}".encode())
     for rule in options.rules:
         h.update(digest(rule).encode())

@@ -9,13 +9,14 @@ the first trial), and mbps or multiplier rates are converted with the trace's av
 from __future__ import annotations
 
 import dataclasses
-import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from idsbench.errors import SpecError
 from idsbench.plan import Case
 from idsbench.run.context import CampaignContext
+from idsbench.run.facts import case_facts
 from idsbench.spec import Rate
 from idsbench.traffic.replay import requested_pps
 
@@ -77,7 +78,9 @@ class Axis:
         return None if pps is None or not self.avg_frame else round(pps * self.avg_frame * 8 / 1e6, 3)
 
 
-def axis_for(ctx: CampaignContext, case: Case) -> Axis:
+def axis_for(ctx: CampaignContext, case: Case, available: Sequence[int]) -> Axis:
+    """The case's search axis on a host whose usable CPUs are `available` (the cpus axis starts at the
+    sensor's allocation: its quota, else the CPUs it is pinned to — run/facts.py)."""
     cfg = ctx.spec.search
     trace = ctx.traces[case.trace]
     avg = trace.bytes / trace.packets if trace.packets else 0.0
@@ -93,8 +96,7 @@ def axis_for(ctx: CampaignContext, case: Case) -> Axis:
                             fix="raise search.max_replayers (e.g. 16).")
         return Axis("replayers", "replayers", case, 1, cfg.max_replayers, integer=True, avg_frame=avg,
                     per_replayer_pps=per_replayer)
-    cpus = ctx.spec.setup.cpuset or sorted(os.sched_getaffinity(0))[1:] or [0]
-    high = float(case.cpus) if case.cpus is not None else float(len(cpus))
+    high = case_facts(ctx, case, available).allocation
     if not cfg.min_cpus < high:
         raise SpecError(f"search.min_cpus = {cfg.min_cpus} is not below the largest allocation {high}.",
                         fix="lower search.min_cpus, or give the case more CPUs (setup.cpus).")

@@ -1,7 +1,7 @@
 """The search controller is FD.io CSIT's MLRsearch (PyPI `MLRsearch`, draft-ietf-bmwg-mlrsearch);
-idsbench is its Measurer. Pure glue, no I/O: the goals from `[search]`, the axis mapped onto the
-controller's "load", one trial turned into the offered and forwarded counts the controller judges,
-and its goal results turned back into axis values.
+idsbench is its measurer (search/measure.py). Pure glue, no I/O: the goals from `[search]`, the axis
+mapped onto the controller's "load", what one trial tells the controller (`TrialCount`), its goal results
+turned back into axis values, and the bounds of a search stopped early (`bounds_of`).
 
 The controller's load grows with difficulty. On the rate axis it is the offered pps; on the replayers
 axis the number of replayers (a trial runs ⌊load⌋ of them); on the cpus axis it is 1 / cpus (fewer
@@ -13,9 +13,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
-from MLRsearch import AbstractMeasurer, Config, MeasurementResult, MultipleLossRatioSearch, SearchGoal
+from MLRsearch import Config, GoalResult, MeasurementResult, MultipleLossRatioSearch, SearchGoal
+from MLRsearch.discrete_load import DiscreteLoad
+from MLRsearch.discrete_result import DiscreteResult
+from MLRsearch.load_rounding import LoadRounding
+from MLRsearch.measurement_database import MeasurementDatabase
+from MLRsearch.target_scaling import TargetScaling
 
 # A trial whose accounting did not close is repeated this many times at most; after that it is
 # judged with every packet it could not account for counted as lost (never as forwarded).
@@ -87,43 +92,21 @@ class TrialCount:
                                   # counts as loss: the load was never offered)
 
 
-Trial = Callable[[float, float], TrialCount]   # (intended duration s, axis value) -> counts
-
-
 class TrialBudgetSpent(Exception):
     """`search.max_trials` trials ran: the controller is stopped, the bounds so far are kept."""
 
 
-class Measurer(AbstractMeasurer):  # type: ignore[misc]
-    """MLRsearch's measurer: one trial at the axis value of the intended load. A trial that does not add
-    up is not a measurement: it is noted and repeated (ACCOUNTING_RETRIES at most)."""
+class Measuring(Protocol):
+    """What the controller needs of a measurer (search/measure.py `Measurer`): MLRsearch's
+    `measure(duration, load)`, the axis' load map, and every result it gave the controller."""
 
-    def __init__(self, trial: Trial, loads: LoadMap, *, max_trials: int, note: Callable[[str], None]):
-        self.trial, self.loads, self.max_trials, self.note = trial, loads, max_trials, note
-        self.trials = 0
+    @property
+    def loads(self) -> LoadMap: ...
 
-    def measure(self, intended_duration: float, intended_load: float) -> MeasurementResult:
-        value = self.loads.value_of(intended_load)
-        count = self._one(intended_duration, value)
-        for _ in range(ACCOUNTING_RETRIES):
-            if count.accounted:
-                break
-            self.note(f"a trial at {value:,.6g} did not add up ({count.why}): not a measurement, run again")
-            count = self._one(intended_duration, value)
-        if not count.accounted:
-            self.note(f"the trial at {value:,.6g} did not add up {ACCOUNTING_RETRIES + 1} times; judged with "
-                      "the packets it could not account for as lost")
-        forwarded = max(0, min(count.forwarded, count.offered))
-        return MeasurementResult(intended_duration=float(intended_duration), intended_load=float(intended_load),
-                                 offered_count=int(count.offered), forwarding_count=int(forwarded),
-                                 offered_duration=float(count.duration_s or intended_duration),
-                                 intended_count=count.intended)
+    @property
+    def measured(self) -> list[MeasurementResult]: ...
 
-    def _one(self, duration: float, value: float) -> TrialCount:
-        if self.trials >= self.max_trials:
-            raise TrialBudgetSpent(f"search.max_trials = {self.max_trials} trials ran")
-        self.trials += 1
-        return self.trial(float(duration), value)
+    def measure(self, intended_duration: float, intended_load: float) -> MeasurementResult: ...
 
 
 @dataclass(frozen=True)
@@ -139,39 +122,53 @@ class GoalOutcome:
     kept: float | None
 
 
-def run_controller(goals: Goals, loads: LoadMap, trial: Trial, *, max_trials: int,
-                   note: Callable[[str], None], debug: Callable[[str], None] | None = None) -> list[GoalOutcome]:
-    """Run MLRsearch over `trial` and return one outcome per tolerance (sorted). When the trial budget
-    or the time limit ends the search early, the bounds found so far are returned (and noted)."""
+def controller_config(goals: Goals, loads: LoadMap) -> Config:
+    """MLRsearch's configuration of one search: the goals, the axis' load range, no warm-up."""
     config = Config()
     config.goals = goals.search_goals()
     config.min_load = loads.min_load
     config.max_load = loads.max_load
     config.search_duration_max = goals.max_search_s
     config.warmup_duration = None
+    return config
+
+
+Bounds = tuple[float, object, object, object]  # (loss ratio, relevant lower, relevant upper, conditional)
+
+
+def run_controller(goals: Goals, measurer: Measuring, *, note: Callable[[str], None],
+                   debug: Callable[[str], None] | None = None) -> list[GoalOutcome]:
+    """Run MLRsearch over `measurer` and return one outcome per tolerance (sorted). When the trial budget
+    or the time limit ends the search early, the bounds of the measurements so far are returned (and
+    noted)."""
+    loads = measurer.loads
+    config = controller_config(goals, loads)
     controller = MultipleLossRatioSearch(config=config)
-    measurer = Measurer(trial, loads, max_trials=max_trials, note=note)
+    raw: list[Bounds]
     try:
         results = controller.search(measurer=measurer, debug=debug or (lambda _m: None))
         raw = [(goal.loss_ratio, r.relevant_lower_bound, r.relevant_upper_bound, r.conditional_throughput)
                for goal, r in results.items()]
     except (TrialBudgetSpent, RuntimeError) as exc:
         note(f"the search stopped early ({exc}); its bounds so far are reported")
-        raw = _bounds_so_far(controller)
+        raw = bounds_of(config, measurer.measured)
     return sorted((_outcome(loads, *r) for r in raw), key=lambda o: o.tolerance)
 
 
-def _bounds_so_far(controller: MultipleLossRatioSearch) -> list[tuple[float, object, object, object]]:
-    """The relevant bounds in the controller's database when it was stopped (as `search()` ends)."""
-    out: list[tuple[float, object, object, object]] = []
-    scaling = getattr(controller, "scaling", None)
-    database = getattr(controller, "database", None)
-    if scaling is None or database is None:
-        return out
-    from MLRsearch import GoalResult
-
-    for goal, target in scaling.goal_to_final_target.items():
-        r = GoalResult.from_bounds(bounds=database.get_relevant_bounds(target=target))
+def bounds_of(config: Config, measured: list[MeasurementResult]) -> list[Bounds]:
+    """Each goal's relevant bounds over `measured`, computed as MLRsearch's controller computes them when
+    its search ends: the same load rounding, target scaling and measurement database (MLRsearch's own
+    classes, built from `config`; the controller's state is never read)."""
+    rounding = LoadRounding(min_load=config.min_load, max_load=config.max_load,
+                            float_goals=[goal.relative_width for goal in config.goals])
+    to_load = DiscreteLoad.float_conver(rounding=rounding)
+    scaling = TargetScaling(goals=config.goals, rounding=rounding)
+    database = MeasurementDatabase(scaling.targets)
+    for result in measured:
+        database.add(DiscreteResult.with_load(result=result, load=to_load(result.intended_load)))
+    out: list[Bounds] = []
+    for goal in config.goals:
+        r = GoalResult.from_bounds(bounds=database.get_relevant_bounds(target=scaling.goal_to_final_target[goal]))
         out.append((goal.loss_ratio, r.relevant_lower_bound, r.relevant_upper_bound, r.conditional_throughput))
     return out
 

@@ -39,14 +39,17 @@ class EventLogIntegrity:
 @dataclass(frozen=True)
 class SensorOptions:
     """What a campaign asks of any engine: rules (resolved paths), the user's config overrides
-    (`sensor.set`, engine-specific keys), an optional config overlay file, the stats interval, and
-    how a capture-only engine reads the wire (`sensor.capture_method`; other engines ignore it)."""
+    (`sensor.set`, engine-specific keys), an optional config overlay file, the stats interval, how a
+    capture-only engine reads the wire (`sensor.capture_method`; other engines ignore it), and how
+    many worker threads to run (`threads`; None: the engine's own choice — run/facts.py sets it to
+    the sensor's CPUs; an engine setting in `overrides` that names its threads wins)."""
 
     rules: tuple[Path, ...] = ()
     overrides: tuple[tuple[str, str], ...] = ()
     stats_interval_s: int = 1
     config_overlay: Path | None = None
     capture_method: str = "afpacket"
+    threads: int | None = None
 
     @property
     def override_map(self) -> dict[str, str]:
@@ -101,6 +104,11 @@ class SensorRun(Protocol):
 
     def integrity(self) -> EventLogIntegrity | None:
         """How whole the event log was at the last read (None when there is none)."""
+        ...
+
+    def worker_threads(self) -> int | None:
+        """The packet-processing threads the engine ran, read back from its own output (None when
+        it did not say: not started, or an engine that cannot tell)."""
         ...
 
 

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 
 from pydantic import JsonValue
 
-from idsbench.probe.model import HostProbe
+from idsbench.probemodel import HostProbe
 from idsbench.spec import Spec
 from idsbench.store.campaigndoc import CampaignDoc, Environment, Inputs
 from idsbench.store.schema import CaseParams, CaseResult
@@ -138,7 +138,9 @@ def case_key(doc: CampaignDoc, params: CaseParams, probe: HostProbe | None, camp
     return CaseKey(
         engine=engine, build=_build(doc, engine, campaign), rules_digest=rules_digest, rules_count=rules_count,
         config_digest=_config(doc, params.config, campaign), set_digest=_set_digest(doc, engine, campaign),
-        setup=params.setup, cpus=str(params.cpus), memory=str(params.memory),
+        setup=params.setup, memory=str(params.memory),
+        # an explicit worker count changes what is measured: it keys with the CPUs (index columns unchanged)
+        cpus=str(params.cpus) + (f" threads={params.threads}" if params.threads is not None else ""),
         trace_sha256=_trace(doc, params.trace, campaign), load=load,
         host_digest=host_digest(doc, probe, campaign))
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from idsbench.probe.model import HostProbe
+from idsbench.probemodel import HostProbe
 from idsbench.store.campaigndoc import Environment, Inputs, stored_spec
 from idsbench.store.casekey import CampaignFacts, KeyedCase, key_from_fields
 from idsbench.store.index import connect

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from pydantic import JsonValue, ValidationError
 
 from idsbench.errors import InputError
-from idsbench.probe.model import HostProbe
+from idsbench.probemodel import HostProbe
 from idsbench.store.campaigndoc import CAMPAIGN_SCHEMA, CampaignDoc
 from idsbench.store.layout import (
     CAMPAIGN_FILE,

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, JsonValue
 
+from idsbench.accounting import Waterfall
 from idsbench.counters import Counters
 from idsbench.store.casefigures import EngineFigures, Number, SearchFigures
 from idsbench.store.casefigures import SearchGoals as SearchGoals  # search.json holds it too
@@ -42,6 +43,7 @@ class CaseParams(Record):
     sender: str = "tcpreplay"
     config: str = "default"
     rules: str = "default"  # the ruleset (sensor.rulesets) the case ran with
+    threads: int | str | None = None  # sensor.threads: a worker count, "auto"; None: one per allocated CPU
 
 
 class PlannedCase(CaseParams):
@@ -70,11 +72,14 @@ class TraceRecord(Record):
 
 class Placement(Record):
     sender_cpus: tuple[int, ...] = ()
-    sensor_cpus: tuple[int, ...] | None = None
+    sensor_cpus: tuple[int, ...] | None = None  # None: not pinned (one CPU, shared with the sender)
     mtu: int = 1500
+    sensor_workers: int | None = None  # worker threads asked of the engine (None: its own choice, "auto")
 
 
 class Lateness(Record):
+    """How late a sender's packets left against their deadlines (ms): median, 99th percentile, worst."""
+
     p50_ms: float
     p99_ms: float
     max_ms: float
@@ -127,6 +132,7 @@ class SensorRecord(Record):
     alerts_by_sid: dict[int, int] = Field(default_factory=dict)
     errors: tuple[str, ...] = ()
     rule_sets: tuple[RuleSetRecord, ...] = ()
+    threads: int | None = None  # the worker threads the engine reported it ran (its own log)
 
 
 class ArtifactIntegrity(Record):
@@ -283,22 +289,6 @@ class SampleSummary(Record):
         return round(max(0.0, self.wall_s - replay), 3)
 
 
-class WaterfallRecord(Record):
-    """Where the packets of a trial went (accounting.Waterfall)."""
-
-    sent: int
-    loss_sender_pkts: int = 0
-    loss_wire_pkts: int = 0
-    loss_nic_pkts: int = 0
-    loss_softnet_pkts: int = 0
-    loss_capture_pkts: int = 0
-    unprocessed_pkts: int = 0
-    decoded_pkts: int = 0
-    unaccounted_pkts: int = 0
-    invisible: tuple[str, ...] = ()
-    loss_ratio: float = 0.0
-
-
 class TrialRecord(Record):
     """One trial of a search: a load tried and where its packets went."""
 
@@ -312,7 +302,7 @@ class TrialRecord(Record):
     sent_pkts: int
     counters: Counters = Field(default_factory=Counters)
     degraded: dict[str, int] = Field(default_factory=dict)
-    waterfall: WaterfallRecord | None = None
+    waterfall: Waterfall | None = None
     sender_limited: bool = False      # the sender fell short of the offered rate: not a pass
     sensor_cpus_used: float | None = None   # cores the trial's packets needed (replay + drain over the replay)
     backlog_fraction: float | None = None   # work left when the replay ended, over the replay's work
@@ -394,7 +384,7 @@ class SearchResult(Record):
     notes: tuple[str, ...] = ()
     repeats: tuple[SearchRepeat, ...] = ()   # each whole search; `results` = their median
     goals: SearchGoals | None = None
-    allocation_cpus: float | None = None     # the sensor's CPUs (quota, else the host's): capacity estimates
+    allocation_cpus: float | None = None     # the sensor's cores (quota, else the CPUs it is pinned to)
 
 
 class GroundTruth(Record):
@@ -474,6 +464,7 @@ class CaseResult(Record):
     engine_version: str | None = None        # what the sensor binary reported (`engine` is the spec's name)
     engines: EngineFigures | None = None     # the engine's rule share (None: not computed)
     alerts_by_sid: dict[int, Number] = Field(default_factory=dict)  # per signature: median alerts (ok samples)
+    sensor_threads: int | None = None  # the worker threads the sensor ran (as it reported; else as asked)
     # each metric's per-sample values (ok samples, in sample order): what effect sizes resample
     # (analysis.effect); not part of `to_row()`
     values: dict[str, tuple[float | None, ...]] = Field(default_factory=dict)
@@ -497,6 +488,7 @@ class CaseResult(Record):
         row.update({k: _tidy(v) for k, v in self.medians.items()})
         row.update({"status": self.status, "status_counts": dict(self.status_counts),
                     "labels": list(self.labels), "loops": p.loops, "cpus": p.cpus, "memory": p.memory,
+                    "sensor_threads": self.sensor_threads,
                     "samples_failed": self.samples_failed, "samples_incomplete": self.samples_incomplete,
                     "pair": ",".join(self.pairs) or None})
         row.update({f"{k}_ci": [_tidy(v[0]), _tidy(v[1])] if v else None for k, v in self.cis.items()})

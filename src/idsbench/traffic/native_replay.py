@@ -17,7 +17,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from idsbench.spec import Rate
-from idsbench.traffic.replay import Lateness, ReplayResult, SecondCount
+from idsbench.store.schema import Lateness
+from idsbench.traffic.replay import ReplayResult, SecondCount
 
 PROGRAM = "ibreplay"
 SENDER_NAME = "native"
@@ -149,7 +150,8 @@ def _result(r: _Replayer, *, requested: float | None, exit_code: int | None,
         index=r.index, pkts_sent=r.pkts_sent, bytes_sent=r.bytes_sent, failed=r.failed, truncated=0,
         elapsed_s=r.elapsed_s, pps=r.pps, mbps=r.mbps, requested_pps=requested, exit_code=exit_code,
         planned_s=planned_s, sender=SENDER_NAME, retries=r.retries,
-        lateness=Lateness(late.p50, late.p99, late.max) if late else None,
+        lateness=Lateness(p50_ms=late.p50 / 1e3, p99_ms=late.p99 / 1e3, max_ms=late.max / 1e3)
+        if late else None,  # ibreplay reports µs
         per_second=tuple(SecondCount(s.t, s.pkts, s.bytes, s.due_pkts) for s in r.per_second),
         cpu_s=r.cpu_s,
     )

@@ -11,18 +11,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from idsbench.spec import Rate
+from idsbench.store.schema import Lateness
 
 PRELOAD_LIMIT_BYTES = 1 << 30  # preload captures up to 1 GiB into RAM (no disk reads while sending)
 SHORTFALL_TOLERANCE = 0.05  # a sender more than 5% below the requested rate is flagged
-
-
-@dataclass(frozen=True)
-class Lateness:
-    """How late a sender's packets left against their deadlines (µs): median, 99th percentile, worst."""
-
-    p50_us: float
-    p99_us: float
-    max_us: float
 
 
 @dataclass(frozen=True)
@@ -52,7 +44,7 @@ class ReplayResult:
     # Beyond tcpreplay's report (the native sender fills them; tcpreplay leaves the defaults):
     sender: str = "tcpreplay"
     retries: int = 0  # sends retried after ENOBUFS/EAGAIN (none of them lost)
-    lateness: Lateness | None = None  # None: no schedule (topspeed) or not measured
+    lateness: Lateness | None = None  # (store.schema) None: no schedule (topspeed) or not measured
     per_second: tuple[SecondCount, ...] = ()
     cpu_s: float | None = None  # CPU time the replayer used
 

@@ -15,7 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from idsbench.spec import Rate
-from idsbench.traffic.replay import Lateness, SecondCount
+from idsbench.store.schema import Lateness
+from idsbench.traffic.replay import SecondCount
 
 IntArray = npt.NDArray[np.int64]
 
@@ -42,17 +43,17 @@ def deadlines_ns(offsets_ns: IntArray, sizes: IntArray, rate: Rate, loops: int =
 
 
 def wire_lateness(arrivals_ns: IntArray, deadlines: IntArray) -> Lateness:
-    """Lateness (µs) of captured arrivals against deadlines: both sorted and paired in order (several
+    """Lateness (ms, to 0.1 µs) of captured arrivals against deadlines: both sorted and paired in order (several
     replayers with the same schedule interleave), anchored so the earliest packet is 0 late."""
     if arrivals_ns.size != deadlines.size:
         raise ValueError(f"{arrivals_ns.size} arrivals for {deadlines.size} deadlines: the capture lost or "
                          "gained packets")
     if arrivals_ns.size == 0:
-        return Lateness(0.0, 0.0, 0.0)
+        return Lateness(p50_ms=0.0, p99_ms=0.0, max_ms=0.0)
     diff = np.sort(arrivals_ns) - np.sort(deadlines)
-    late = (diff - diff.min()) / 1e3
+    late = (diff - diff.min()) / 1e6
     p50, p99 = np.percentile(late, [50, 99])
-    return Lateness(round(float(p50), 1), round(float(p99), 1), round(float(late.max()), 1))
+    return Lateness(p50_ms=round(float(p50), 4), p99_ms=round(float(p99), 4), max_ms=round(float(late.max()), 4))
 
 
 def planned_per_second(deadlines: IntArray, sizes: IntArray, loops: int = 1) -> tuple[SecondCount, ...]:

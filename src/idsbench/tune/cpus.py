@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from idsbench.errors import SpecError
-from idsbench.probe.model import HostProbe, InterfaceProbe
 from idsbench.probe.sysfs import format_cpulist
+from idsbench.probemodel import HostProbe, InterfaceProbe
 from idsbench.tune.model import CpuLayout
 
 

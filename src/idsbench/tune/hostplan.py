@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 import shlex
 
-from idsbench.probe.model import HostProbe, InterfaceProbe, Irq
 from idsbench.probe.sysfs import format_cpulist
+from idsbench.probemodel import HostProbe, InterfaceProbe, Irq
 from idsbench.tune.model import DOCS, SEPTUN, THESIS, CpuLayout, HostStep, Knob
 from idsbench.tune.nic import Spread, symmetric_key
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from idsbench.probe.model import InterfaceProbe
+from idsbench.probemodel import InterfaceProbe
 from idsbench.tune.model import DOCS, SEPTUN, Knob
 
 SYMMETRIC_OCTETS = ("6D", "5A")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from idsbench.errors import SpecError
-from idsbench.probe.model import HostProbe, InterfaceProbe
 from idsbench.probe.sysfs import format_cpulist
+from idsbench.probemodel import HostProbe, InterfaceProbe
 from idsbench.tune.cpus import choose_layout
 from idsbench.tune.hostplan import boot_args, boot_step, ethtool_steps, host_knobs, irq_steps, service_steps
 from idsbench.tune.model import HostStep, PlanOptions, TuningPlan

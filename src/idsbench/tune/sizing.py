@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from idsbench.probe.model import HostProbe, InterfaceProbe
+from idsbench.probemodel import HostProbe, InterfaceProbe
 from idsbench.tune.model import DOCS, SEPTUN, THESIS, Knob, Sizing
 
 MIB = 2**20

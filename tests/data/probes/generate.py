@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from idsbench.probe.model import (
+from idsbench.probemodel import (
     BootParams,
     Channels,
     Coalesce,

@@ -2,7 +2,7 @@
 
 `sensor.capture_method` picks the reader (docs/snort.md, "Capture-only engines"):
 - "afpacket": ibcapture (native/src/ibcapture.c), TPACKET_V3 rings in a fanout group, one thread per
-  CPU like Suricata's workers, counting packets/bytes/drops — the ring reader alone;
+  CPU the sensor is given like Suricata's workers (`SensorOptions.threads`), counting packets/bytes/drops — the ring reader alone;
 - "libpcap": tcpdump writing to /dev/null (libpcap's own TPACKET_V3 ring and drop counters), under
   ibtick (native/src/ibtick.c), which sends it SIGUSR1 every stats interval for its counters.
 Both programs are static binaries from the idsbench cache, shared read-only with containers and VMs
@@ -52,7 +52,7 @@ def capture_settings(options: SensorOptions) -> dict[str, int | None]:
         raise SpecError(f"capture engine settings {', '.join(unknown)} are not known.",
                         fix=f"use {', '.join(sorted(SETTINGS))} under [sensor.set.capture].")
     ring = RingOptions()
-    return {"threads": _int_setting(values, "threads", os.cpu_count() or 1),
+    return {"threads": _int_setting(values, "threads", options.threads or os.cpu_count() or 1),
             "block_size": _int_setting(values, "block_size", ring.block_size),
             "block_count": _int_setting(values, "block_count", ring.block_count),
             "block_timeout_ms": _int_setting(values, "block_timeout_ms", ring.block_timeout_ms),
@@ -99,7 +99,7 @@ class Capture:
         tcpdump, libpcap = self._tcpdump_version
         return {"version": self.version(), "ibcapture": str(self._program("ibcapture")),
                 "ibtick": str(self._program("ibtick")), "tcpdump": tcpdump, "libpcap": libpcap,
-                "threads": os.cpu_count() or 1, "methods": list(METHODS)}
+                "auto_threads": os.cpu_count() or 1, "methods": list(METHODS)}
 
     def image_packages(self) -> tuple[str, ...]:
         return ("tcpdump",)  # libpcap's method; ibcapture and ibtick are static and shared

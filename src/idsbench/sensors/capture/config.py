@@ -85,6 +85,17 @@ def tcpdump_argv(interface: str, *, buffer_kib: int | None = None, binary: str =
     return argv
 
 
+_THREADS = re.compile(r"ibcapture: capturing on \S+ \(threads (?P<threads>\d+),")
+
+
+def capture_threads(method: str, stderr_text: str) -> int | None:
+    """The reader threads the engine started: ibcapture's ready line says; tcpdump reads with one."""
+    if method != "afpacket":
+        return 1 if ready_interface(method, stderr_text) else None
+    found = _THREADS.search(stderr_text)
+    return int(found.group("threads")) if found else None
+
+
 def ready_interface(method: str, stderr_text: str) -> str | None:
     """The interface the engine reports it is capturing on, once it is ready; else None."""
     try:

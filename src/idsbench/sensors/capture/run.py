@@ -14,7 +14,7 @@ from pathlib import Path
 
 from idsbench.errors import SensorFailed
 from idsbench.sensors.base import CounterPoint, Counters, EventLogIntegrity
-from idsbench.sensors.capture.config import ready_interface
+from idsbench.sensors.capture.config import capture_threads, ready_interface
 from idsbench.sensors.capture.stats import (
     CaptureLog,
     CapturePoint,
@@ -140,6 +140,9 @@ class CaptureRun:
 
     def errors(self) -> list[str]:
         return list(dict.fromkeys(capture_errors(self._console())))
+
+    def worker_threads(self) -> int | None:
+        return capture_threads(self.method, self._console())
 
     def integrity(self) -> EventLogIntegrity | None:
         if self.method != AFPACKET:

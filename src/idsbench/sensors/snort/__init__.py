@@ -45,7 +45,8 @@ CONSOLE_FILE = "stdout.txt"
 
 
 def default_threads() -> int:
-    """One packet thread per CPU, as Suricata's `threads: auto` does with cluster_flow."""
+    """Snort's "auto" (`sensor.threads = "auto"`): one packet thread per CPU, as `-z 0` and Suricata's
+    `threads: auto` do. Otherwise the run facts give the sensor's CPUs (`SensorOptions.threads`)."""
     return os.cpu_count() or 1
 
 
@@ -94,7 +95,7 @@ class Snort:
         return {"version": b.snort_version, "daq_version": b.daq_version, "prefix": str(self.install.prefix),
                 "digest": b.digest, "build_jobs": b.jobs, "daq_build_s": b.daq_build_s,
                 "snort_build_s": b.snort_build_s, "installed_bytes": b.installed_bytes,
-                "hyperscan": "Using Hyperscan" in self._version_text, "threads": default_threads(),
+                "hyperscan": "Using Hyperscan" in self._version_text, "auto_threads": default_threads(),
                 "rule_variables": dict(self.variables), "rule_profiling": self.profiling}
 
     def image_packages(self) -> tuple[str, ...]:
@@ -148,7 +149,7 @@ class Snort:
         return SnortOptions(
             rules=tuple(Path(r).resolve() for r in options.rules), log_dir=log_dir,
             stats_interval_s=options.stats_interval_s, interface=interface,
-            threads=threads_from(options.overrides, default_threads()), mtu=mtu,
+            threads=threads_from(options.overrides, options.threads or default_threads()), mtu=mtu,
             buffer_size_mb=buffer_from(options.overrides), variables=self.variables,
             event_filters=render_event_filters(filters), rule_profile=self.profiling,
             overrides=lua_overrides(options.overrides, options.config_overlay))

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from idsbench import settings
+from idsbench.buildstamp import SnortBuild, parse_build_stamp
 from idsbench.errors import EnvironmentMissing, SpecError
 
 SNORT_VERSION = "3.12.2.0"
@@ -55,19 +56,6 @@ def parse_engine_options(name: str) -> frozenset[str]:
 
 
 @dataclass(frozen=True)
-class SnortBuild:
-    """What build-snort.sh recorded in `.built`."""
-
-    snort_version: str
-    daq_version: str
-    digest: str
-    jobs: int
-    daq_build_s: int
-    snort_build_s: int
-    installed_bytes: int
-
-
-@dataclass(frozen=True)
 class SnortInstall:
     prefix: Path
     build: SnortBuild
@@ -83,18 +71,6 @@ class SnortInstall:
     @property
     def base_config(self) -> Path:
         return self.prefix / "etc" / "snort" / "snort.lua"
-
-
-def parse_build_stamp(text: str) -> SnortBuild:
-    """`.built` (key=value lines) -> SnortBuild; ValueError naming a missing or bad key."""
-    values = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
-    try:
-        return SnortBuild(
-            snort_version=values["snort_version"], daq_version=values["daq_version"], digest=values["digest"],
-            jobs=int(values["jobs"]), daq_build_s=int(values["daq_build_s"]),
-            snort_build_s=int(values["snort_build_s"]), installed_bytes=int(values["installed_bytes"]))
-    except KeyError as exc:
-        raise ValueError(f"build stamp lacks {exc.args[0]}") from None
 
 
 def find_install(cache: Path | None = None) -> SnortInstall:

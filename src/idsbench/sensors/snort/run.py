@@ -103,6 +103,10 @@ class SnortRun:
                 raise self._failed(f"Snort was not capturing on {self.interface} after {timeout_s:g} s", text)
             sleep(interval_s)
 
+    def worker_threads(self) -> int | None:
+        """The packet threads Snort started: its "++ [i] IF" lines (None before the first)."""
+        return len(snort_log.sources_started(self._console())) or None
+
     def _pids(self, argument: str) -> list[int]:
         return pids_with_argument(argument, self.proc_root)
 

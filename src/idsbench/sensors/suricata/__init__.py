@@ -129,6 +129,10 @@ class SuricataRun:
         """Error and Warning lines worth surfacing (deduplicated, prefix stripped)."""
         return slog.error_lines(self._log_lines())
 
+    def worker_threads(self) -> int | None:
+        """The workers Suricata started, from its log (`W: N` of "Threads created")."""
+        return slog.worker_threads(self._log_lines())
+
     def wait_ready(
         self,
         poll: Callable[[], int | None],
@@ -367,7 +371,8 @@ class Suricata:
                 mtu: int | None = None) -> SuricataRun:
         """Render `run_dir/suricata.yaml` and return the run (argv not yet started)."""
         return self.prepare_config(run_dir, interface, list(options.rules), options.override_map,
-                                   options.stats_interval_s, mtu=mtu, overlay=options.config_overlay)
+                                   options.stats_interval_s, threads=options.threads, mtu=mtu,
+                                   overlay=options.config_overlay)
 
     def prepare_config(
         self,

@@ -24,6 +24,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from idsbench.buildstamp import SuricataBuild, parse_stamp, repo_root
 from idsbench.errors import EnvironmentMissing, SpecError
 
 BASE = "suricata"
@@ -35,10 +36,6 @@ FAILED_LOG_LINES = 25
 # the built binary's runtime libraries (Debian 12 names): a container/VM image installs them
 RUNTIME_PACKAGES = ("libjansson4", "libyaml-0-2", "libpcap0.8", "libcap-ng0", "libmagic1", "liblz4-1",
                     "libnet1", "libpcre2-8-0", "zlib1g", "libhyperscan5", "libunwind8")
-
-
-def repo_root() -> Path:
-    return Path(__file__).resolve().parents[4]
 
 
 def source_dir() -> Path:
@@ -114,50 +111,6 @@ def check_source(ref: EngineRef) -> Path:
             fix=f"put suricata-{ref.version}.tar.xz into {ref.source.parent} (or set IDSBENCH_SURICATA_SRC to "
                 "the directory holding it), or name the source path: 'suricata@/path/suricata-X.Y.Z.tar.xz'.")
     return ref.source
-
-
-@dataclass(frozen=True)
-class SuricataBuild:
-    """What build-suricata.sh recorded in `.built`."""
-
-    prefix: Path
-    version: str
-    options: str
-    configure: str
-    source: str
-    source_sha256: str
-    compilers: str
-    build_id: str  # the cache key's digest
-    hyperscan: bool
-    profiling_rules: bool
-    build_s: int
-
-    @property
-    def binary(self) -> Path:
-        return self.prefix / "bin" / "suricata"
-
-    @property
-    def config(self) -> Path:
-        return self.prefix / "etc" / "suricata" / "suricata.yaml"
-
-    def record(self) -> dict[str, object]:
-        return {"build_version": self.version, "build_options": self.options, "configure_flags": self.configure,
-                "build_id": self.build_id, "source": self.source, "source_sha256": self.source_sha256,
-                "compilers": self.compilers, "build_s": self.build_s, "prefix": str(self.prefix),
-                "profiling_rules": self.profiling_rules}
-
-
-def parse_stamp(prefix: Path, text: str) -> SuricataBuild:
-    """`.built` -> SuricataBuild; ValueError naming a missing key."""
-    values = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
-    try:
-        return SuricataBuild(
-            prefix=prefix, version=values["version"], options=values["options"], configure=values["configure"],
-            source=values["source"], source_sha256=values["source_sha256"], compilers=values["compilers"],
-            build_id=values["digest"], hyperscan=values["hyperscan"] == "yes",
-            profiling_rules=values["profiling_rules"] == "yes", build_s=int(values["build_s"]))
-    except KeyError as exc:
-        raise ValueError(f"build stamp lacks {exc.args[0]}") from None
 
 
 def _script_args(ref: EngineRef) -> list[str]:

@@ -13,11 +13,11 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 
+from idsbench.buildstamp import SuricataBuild
 from idsbench.sensors.suricata import Suricata, SuricataRun
 from idsbench.sensors.suricata.build import (
     RUNTIME_PACKAGES,
     EngineRef,
-    SuricataBuild,
     ensure_build,
     installed_profiling_error,
     prefix_of,
@@ -83,8 +83,8 @@ class BuiltSuricata(Suricata):
 
     @cached_property
     def _tsc(self) -> dict[str, object]:
-        """The host's TSC rate, measured once per adapter (~150 ms; probe/tsc.py)."""
-        from idsbench.probe.tsc import measure_tsc
+        """The host's TSC rate, measured once per adapter (~150 ms; native/tsc.py)."""
+        from idsbench.native.tsc import measure_tsc
 
         tsc = measure_tsc()
         return {"tsc_hz": tsc.hz, **({"tsc_error": tsc.error} if tsc.error else {})}

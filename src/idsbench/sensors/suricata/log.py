@@ -18,6 +18,7 @@ _PREFIX = re.compile(r"^\[\d+ - [^\]]*\] \d{4}-\d\d-\d\d \d\d:\d\d:\d\d ")
 _LEVEL = re.compile(r"^(?P<level>Error|Warning|Notice|Info|Config|Perf|Debug|Critical|Alert|Emergency): ")
 _DEVICE = re.compile(r"device: (?P<iface>\S+): packets: (?P<pkts>\d+), drops: (?P<drops>\d+)")
 _ALERTS = re.compile(r"counters: Alerts: (?P<alerts>\d+)")
+_THREADS = re.compile(r"Threads created -> (?:RX: \d+ )?W: (?P<workers>\d+)")
 _RULES_FILE = re.compile(r'from file (?P<file>\S+) at line (?P<line>\d+)')
 # Warnings that are expected with our config and say nothing about the run.
 _BORING_WARNINGS = (
@@ -99,3 +100,13 @@ def parse_shutdown(lines: Iterable[str]) -> ShutdownSummary:
         kernel_drops=sum(d for _, d in pkts.values()),
         alerts=alerts,
     )
+
+
+def worker_threads(lines: Iterable[str]) -> int | None:
+    """The worker threads Suricata started ("Threads created -> W: 2 FM: 1 FR: 1", 7.0 and 8.0 alike:
+    the packet-processing threads of the workers runmode), None when it did not log them."""
+    for line in lines:
+        found = _THREADS.search(line)
+        if found:
+            return int(found.group("workers"))
+    return None

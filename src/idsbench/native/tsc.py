@@ -8,8 +8,8 @@ import platform
 
 from idsbench import native, proc
 from idsbench.errors import EnvironmentMissing
-from idsbench.probe.model import TscRate
-from idsbench.probe.timers import json_report
+from idsbench.native.output import json_report
+from idsbench.probemodel import TscRate
 
 ROUNDS = 3
 ROUND_MS = 50  # 3 x 50 ms: ~150 ms in all

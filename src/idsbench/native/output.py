@@ -1,0 +1,17 @@
+"""What a native program reports: the JSON object on its last line of output."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def json_report(text: str, program: str) -> tuple[dict[str, Any] | None, str]:
+    """The JSON object a native probe program printed as its last line, else (None, why not)."""
+    try:
+        doc = json.loads(text.strip().splitlines()[-1]) if text.strip() else None
+    except json.JSONDecodeError as exc:
+        return None, f"{program} printed no JSON ({exc}): {text.strip()[:200]!r}"
+    if not isinstance(doc, dict):
+        return None, f"{program} printed no JSON object: {text.strip()[:200]!r}"
+    return doc, ""
