@@ -29,6 +29,7 @@ from idsbench.report.compare_out import verdict_text
 from idsbench.report.engines import engine_section
 from idsbench.report.figures import build_figures
 from idsbench.report.fmt import COLUMNS, MIB, count_text, load_label, median_and_ci, number, value_and_ci
+from idsbench.report.hostside import host_side_view
 from idsbench.report.style import setup_colors, variant
 from idsbench.store.layout import CAMPAIGN_FILE, COUNTERS_FILE, EVE_FILE, MONITOR_FILE, PROBE_FILE, REPORT_FILE, SUMMARY_FILE
 from idsbench.store.reader import Campaign, load_campaign
@@ -171,7 +172,7 @@ def _profile_view(campaign: Campaign, row: CaseResult) -> dict[str, Any] | None:
             "functions": [{"pct": number(f.self_pct, 2), "symbol": f.symbol, "dso": f.dso} for f in prof.functions],
             "threads": [{"name": t.name, "role": t.role, "pct": number(t.cpu_pct, 2)} for t in prof.threads],
             "worker_share": "–" if prof.worker_cpu_share is None else f"{prof.worker_cpu_share:.0%}",
-            "ratios": "; ".join(ratios), "notes": list(prof.notes)}
+            "ratios": "; ".join(ratios), "notes": list(prof.notes), "host": host_side_view(campaign, row.case)}
 
 
 def missing_note(rows: list[CaseResult]) -> str | None:

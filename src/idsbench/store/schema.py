@@ -176,6 +176,43 @@ class ThreadRecord(Record):
     cpu_pct: float                # of one core over the profiled window
 
 
+# The host's side of a VM or container by category (profile/categories.py says what each holds).
+HOST_SIDE_CATEGORIES = ("guest", "emulation", "io", "irq_timers", "polling", "other")
+
+
+class CategoryRecord(Record):
+    name: str                     # one of HOST_SIDE_CATEGORIES
+    cpu_s: float
+    share: float                  # of the host-side CPU time, 0..1
+
+
+class HostThreadRecord(Record):
+    name: str                     # qemu: "CPU 0/TCG", "qemu-system-x86" (main loop), "worker"…; runtimes: per process
+    role: str                     # vcpu | main | iothread | worker | vhost | rcu | cli | conmon | shim | daemon | …
+    cpu_s: float
+    guest_s: float = 0.0          # in guest mode (KVM vCPUs; /proc guest_time)
+    perf_samples: int = 0
+
+
+class HostSideRecord(Record):
+    """What the host spent on a VM (qemu, vhost) or a container (its runtime's processes) over the
+    profiled window, by category; the categories add up to `cpu_s` (profile/hostside.py)."""
+
+    subject: str                  # "qemu" | "runtime"
+    processes: tuple[str, ...] = ()   # "name[pid]"
+    accel: str | None = None      # VMs: tcg | kvm
+    emulated: bool = False        # TCG: guest execution is qemu's translated code, emulation its translator/helpers
+    split: str = "perf"           # "perf": each thread's CPU split by its perf samples; "threads": by thread role
+    cpu_s: float                  # the processes' CPU over the window (/proc) = the sum of the categories
+    measured_cpu_s: float | None = None   # the same window on the counter the monitor reads (VM: qemu's cgroup)
+    measured_by: str | None = None        # what measured it
+    monitor_column: str | None = None     # the monitor.csv column for the same CPU (analysis cross-checks it)
+    categories: tuple[CategoryRecord, ...] = ()
+    threads: tuple[HostThreadRecord, ...] = ()
+    perf_samples: int = 0
+    notes: tuple[str, ...] = ()
+
+
 class ProfileRecord(Record):
     """The sensor profiled over the replay and drain of a sample ([profile])."""
 
@@ -190,6 +227,9 @@ class ProfileRecord(Record):
     counters: dict[str, float | None] = Field(default_factory=dict)  # perf stat; None: not supported here
     ratios: dict[str, float | None] = Field(default_factory=dict)    # ipc, cache-miss ratios
     notes: tuple[str, ...] = ()
+    start_unix: float | None = None   # the window (a monitor row is written at each end)
+    end_unix: float | None = None
+    host: HostSideRecord | None = None  # VM / container: the host's side, by category
 
 
 # A sample's timeline, in order; every second of its wall time lies in exactly one of them
