@@ -155,8 +155,8 @@ _KERNEL: tuple[tuple[Category, tuple[str, ...]], ...] = (
 
 _USER: tuple[tuple[Category, tuple[str, ...]], ...] = (
     ("polling", (
-        "aio_poll", "aio_dispatch", "run_poll_handlers", "poll_set_started", "try_poll_mode", "main_loop_wait",
-        "os_host_main_loop_wait", "qemu_poll_ns", "glib_pollfds_", "fdmon_", "aio_ctx_", "qemu_main_loop",
+        "aio_", "run_poll_handlers", "poll_set_started", "try_poll_mode", "main_loop_wait",
+        "os_host_main_loop_wait", "qemu_poll_ns", "glib_pollfds_", "fdmon_", "qemu_main_loop",
         "g_main_context_", "g_main_loop_", "g_main_dispatch", "g_poll", "runtime.netpoll", "runtime.epoll",
         "runtime.findRunnable", "runtime.findrunnable", "runtime.stealWork")),
     ("irq_timers", (
@@ -233,7 +233,7 @@ def classify(role: Role, dso: str, symbol: str, kind: str, accel: Accel | None) 
     if kind == "k":
         if role == "vcpu" and symbol.startswith(_VCPU_KERNEL_EMULATION):
             return "emulation"
-        found = None if unresolved else _match(_KERNEL, symbol)
+        found = None if unresolved else _kernel_poll(symbol) or _match(_KERNEL, symbol)
         if found is None and dso in KVM_MODULES:
             return "emulation"
         return found or symbol_default(role)
@@ -245,6 +245,13 @@ def classify(role: Role, dso: str, symbol: str, kind: str, accel: Accel | None) 
         return "emulation"
     name = _plain(symbol)
     return _USER_EXACT.get(name) or _match(_USER, name) or symbol_default(role)
+
+
+def _kernel_poll(symbol: str) -> Category | None:
+    """A file's poll method (eventfd_poll, sock_poll, unix_poll, tun_chr_poll, pipe_poll…), called by
+    poll/epoll for each descriptor; NAPI's poll is packet processing, not waiting."""
+    name = symbol.split(".", 1)[0]
+    return "polling" if name.endswith("_poll") and not name.lstrip("_").startswith("napi") else None
 
 
 def _plain(symbol: str) -> str:
