@@ -97,3 +97,12 @@ def test_snapshot_reads_this_process():
         t.join()
     assert os.getpid() in snap and len(snap) >= 2 and all(v.cpu_ticks >= 0 for v in snap.values())
     assert snapshot([2**22 + 12345]) == {}  # a pid that does not exist
+
+
+def test_thread_roles_of_the_qemu_view(tmp_path: Path):
+    from idsbench.profile.categories import qemu_role
+
+    before = {1: ThreadTime(1, "CPU 0/TCG", 0), 2: ThreadTime(2, "qemu-system-x86", 0)}
+    after = {1: ThreadTime(1, "CPU 0/TCG", CLK_TCK), 2: ThreadTime(2, "qemu-system-x86", 0)}
+    rows = thread_cpu(before, after, 1.0, qemu_role)
+    assert [(r.name, r.role) for r in rows] == [("CPU 0/TCG", "vcpu"), ("qemu-system-x86", "main")]

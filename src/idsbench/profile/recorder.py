@@ -17,9 +17,9 @@ from idsbench import proc
 from idsbench.errors import IdsbenchError
 from idsbench.proc import Child, Supervisor
 from idsbench.profile import hostside, perf
-from idsbench.profile.categories import CATEGORIES
+from idsbench.profile.categories import CATEGORIES, qemu_role
 from idsbench.profile.hostside import HostSideTarget
-from idsbench.profile.threads import ProcessTime, ThreadTime, processes, snapshot, thread_cpu
+from idsbench.profile.threads import ProcessTime, ThreadTime, processes, role, snapshot, thread_cpu
 from idsbench.store.schema import (
     CategoryRecord,
     FunctionRecord,
@@ -105,7 +105,9 @@ class Profiler:
             return None
         window = time.monotonic() - self._start
         end_unix = time.time()
-        threads = thread_cpu(self._before, snapshot(list(self._pids())), window)
+        # a VM's threads are qemu's (vCPU, main loop, worker pool…), not the sensor's
+        role_of = qemu_role if self.view == "qemu" else role
+        threads = thread_cpu(self._before, snapshot(list(self._pids())), window, role_of)
         host_after = None
         if self.host is not None and self._host_before is not None:
             host_after = (snapshot(self.host.pids), processes(self.host.pids), self._read_measured())
@@ -122,7 +124,7 @@ class Profiler:
         if self._record is not None and (self.out_dir / PERF_DATA).is_file():
             rows = self._report()
             functions = perf.top_functions(rows, self.opts.top)
-            workers = {t.name for t in threads if t.role == "worker"}
+            workers = {t.name for t in threads if t.role == ("vcpu" if self.view == "qemu" else "worker")}
             worker_functions = perf.top_functions(rows, self.opts.top, workers) if workers else []
         host = self._host_side(host_after) if host_after is not None else None
         return ProfileRecord(

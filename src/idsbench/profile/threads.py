@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,13 +81,14 @@ class ThreadCpu:
     cpu_pct: float  # of one core over the window
 
 
-def thread_cpu(before: dict[int, ThreadTime], after: dict[int, ThreadTime], window_s: float) -> list[ThreadCpu]:
+def thread_cpu(before: dict[int, ThreadTime], after: dict[int, ThreadTime], window_s: float,
+               role_of: Callable[[str], str] = role) -> list[ThreadCpu]:
     """CPU each thread used between two snapshots, busiest first (threads born inside count from 0)."""
     rows = []
     for tid, end in after.items():
         start = before.get(tid)
         ticks = end.cpu_ticks - (start.cpu_ticks if start else 0)
         seconds = ticks / CLK_TCK
-        rows.append(ThreadCpu(end.name, role(end.name), round(seconds, 3),
+        rows.append(ThreadCpu(end.name, role_of(end.name), round(seconds, 3),
                               round(100.0 * seconds / window_s, 2) if window_s > 0 else 0.0))
     return sorted(rows, key=lambda r: (-r.cpu_s, r.name))

@@ -171,7 +171,7 @@ class FunctionRecord(Record):
 
 class ThreadRecord(Record):
     name: str                     # the thread's name (Suricata: W#01-eth0 worker, FM#01 flow manager…)
-    role: str                     # worker | management
+    role: str                     # worker | management (qemu view: vcpu | main | worker | iothread | vhost | rcu | other)
     cpu_s: float
     cpu_pct: float                # of one core over the profiled window
 
@@ -222,7 +222,7 @@ class ProfileRecord(Record):
     event: str | None = None
     frequency_hz: int = 0
     functions: tuple[FunctionRecord, ...] = ()          # top self time over every thread
-    worker_functions: tuple[FunctionRecord, ...] = ()   # top self time of the worker threads
+    worker_functions: tuple[FunctionRecord, ...] = ()   # top self time of the worker threads (qemu view: the vCPUs)
     threads: tuple[ThreadRecord, ...] = ()
     counters: dict[str, float | None] = Field(default_factory=dict)  # perf stat; None: not supported here
     ratios: dict[str, float | None] = Field(default_factory=dict)    # ipc, cache-miss ratios
