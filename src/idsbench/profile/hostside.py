@@ -170,8 +170,9 @@ def split(target: HostSideTarget, tasks: Sequence[TaskUsage], exited_s: float,
             seconds[category] += exited_s * k / n
         if not n:
             seconds["other"] += exited_s
-            notes.append(f"{exited_s:.2f} s of threads that exited during the window, with no perf sample: "
-                         "counted as other")
+            if exited_s >= 0.05:  # below that it may be the processes' and threads' tick rounding
+                notes.append(f"{exited_s:.2f} s of threads that exited during the window, with no perf sample: "
+                             "counted as other")
     total = sum(t.cpu_s for t in tasks) + exited_s
     sampled = sum(sum(per.values()) for per in counts.values())
     if rows is not None and unsampled > 0.05 * total and total > 0:
