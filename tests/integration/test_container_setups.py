@@ -19,9 +19,12 @@ from pathlib import Path
 
 import pytest
 
+from idsbench.analysis.hostside import sample_host_side
 from idsbench.run.campaign import run_campaign
 from idsbench.settings import cache_dir as default_cache_dir
 from idsbench.spec import spec_from_dict
+from idsbench.store.reader import load_campaign
+from idsbench.store.schema import HOST_SIDE_CATEGORIES
 from tests.paths import ET_OPEN as ET_RULES
 
 pytestmark = pytest.mark.usefixtures("need_root")
@@ -115,7 +118,8 @@ def test_container_and_vtap_lossless_exact_counts(tmp_path, state_dir, persisten
     result, summaries, out, elapsed = _campaign(
         tmp_path, state_dir, persistent_cache, kinds=["container", "container-vtap"], runtime=runtime,
         trace=pcaps / SMTP, traffic={"replayers": [2], "rate": {"pps": 1000}},
-        setup={"cpus": [1.0], "memory": ["1g"], "swappiness": 0})
+        setup={"cpus": [1.0], "memory": ["1g"], "swappiness": 0},
+        profile={"perf": True, "record_samples": 1, "frequency_hz": 499})  # + the runtime's side (issue 30)
     print(f"{runtime}: 2 samples in {elapsed:.1f} s")
     assert result.failed == [], result
     assert set(summaries) == {"container", "container-vtap"}
@@ -133,6 +137,25 @@ def test_container_and_vtap_lossless_exact_counts(tmp_path, state_dir, persisten
         assert max(float(r["sensor_cpu_pct"] or 0) for r in rows) > 0, kind
         # The runtime's host-side processes (conmon / containerd-shim, dockerd) are accounted.
         assert max(int(r["isolation_mem_bytes"] or 0) for r in rows) > 0, kind
+        _check_runtime_side(out, kind, runtime)
+
+
+def _check_runtime_side(out: Path, kind: str, runtime: str) -> None:
+    """The runtime's processes by category beside the sensor's own profile, adding up to what the
+    monitor's isolation_cpu_pct measured over the same window."""
+    sample = next(s for s in load_campaign(out).samples if s.summary.case.setup == kind)
+    found = sample_host_side(sample)
+    assert found is not None and sample.summary.profile is not None and sample.summary.profile.functions
+    h = found.record
+    assert h.subject == "runtime" and h.monitor_column == "isolation_cpu_pct" and not h.emulated
+    names = " ".join(h.processes)
+    assert ("conmon[" in names) if runtime == "podman" else ("containerd-shim" in names), names
+    assert [c.name for c in h.categories] == list(HOST_SIDE_CATEGORIES)
+    assert abs(sum(c.cpu_s for c in h.categories) - h.cpu_s) < 0.01
+    assert found.monitor_cpu_s is not None
+    assert abs(h.cpu_s - found.monitor_cpu_s) <= max(0.1 * found.monitor_cpu_s, 0.03), (h.cpu_s, found.monitor_cpu_s)
+    print(f"{runtime} {kind} runtime side ({h.split}): {h.cpu_s} s, monitor {found.monitor_cpu_s} s, "
+          + ", ".join(f"{c.name} {c.share:.0%}" for c in h.categories if c.cpu_s))
 
 
 def _sample_dir_of(out: Path, kind: str) -> Path:

@@ -20,10 +20,16 @@ from pathlib import Path
 
 import pytest
 
+from idsbench.analysis.hostside import sample_host_side
+from idsbench.report.hostside import host_side_view
 from idsbench.run.campaign import run_campaign
 from idsbench.settings import cache_dir as default_cache_dir
 from idsbench.spec import spec_from_dict
+from idsbench.store.reader import load_campaign
+from idsbench.store.schema import HOST_SIDE_CATEGORIES
 from idsbench.teardown import cleanup_stale, same_process_alive
+
+from .conftest import unavailable
 
 pytestmark = pytest.mark.usefixtures("need_root")
 
@@ -78,7 +84,9 @@ def test_vm_sample_through_the_runner_counts_every_packet(tmp_path, state_dir, p
     doc = {"name": "vm", "samples": 1, "timing": {"settle_s": 3},
            "traffic": {"traces": [str(pcaps / TRACE)], "rate": {"pps": 300}},
            "sensor": {"rules": ["builtin:events"]},
-           "setup": {"kinds": ["vm"], "cpus": [1.0], "memory": ["1g"]}}
+           "setup": {"kinds": ["vm"], "cpus": [1.0], "memory": ["1g"]},
+           # the host's side of the VM (issue 30 item 5), from this same sample
+           "profile": {"perf": True, "record_samples": 1, "frequency_hz": 499}}
     out = tmp_path / "campaign"
     started = time.monotonic()
     result = run_campaign(spec_from_dict(doc), out, state_dir=state_dir, cache_dir=persistent_cache,
@@ -115,6 +123,35 @@ def test_vm_sample_through_the_runner_counts_every_packet(tmp_path, state_dir, p
     assert max(int(r["vtap_rx_pkts"] or 0) for r in rows) == TRACE_PKTS  # the macvtap saw it all
     assert max(float(r["guest_cpu_pct"] or 0) for r in rows) > 0
     assert not (sample / "console.log").read_text().count("Out of memory")
+    _check_host_side(out, vm, s)
+
+
+def _check_host_side(out: Path, vm: dict, s: dict) -> None:
+    """qemu's CPU over the replay and drain by category: the categories add up to the monitor's
+    measure of the VM (qemu's cgroup, sensor_cpu_pct) over the same window, within 10%."""
+    campaign = load_campaign(out)
+    (sample,) = campaign.samples
+    found = sample_host_side(sample)
+    assert found is not None, s["profile"]
+    h = found.record
+    assert h.subject == "qemu" and h.accel == vm["accel"] and h.emulated == (vm["accel"] == "tcg")
+    assert [c.name for c in h.categories] == list(HOST_SIDE_CATEGORIES)
+    assert abs(sum(c.cpu_s for c in h.categories) - h.cpu_s) < 0.01
+    assert h.cpu_s > 0.5 and found.monitor_cpu_s is not None and h.measured_cpu_s is not None
+    assert abs(found.gap or 1.0) <= 0.10, (h.cpu_s, found.monitor_cpu_s)   # categories vs monitor.csv
+    assert abs(h.cpu_s - h.measured_cpu_s) <= 0.10 * h.measured_cpu_s      # vs the cgroup read at the window's ends
+    assert any(t.role == "vcpu" and t.cpu_s > 0 for t in h.threads), h.threads
+    shares = {c.name: c.share for c in h.categories}
+    print(f"host side ({h.split}, {h.perf_samples} perf samples, window {s['profile']['window_s']} s): "
+          f"{h.cpu_s} s; monitor {found.monitor_cpu_s} s (gap {found.gap:+.1%}); cgroup {h.measured_cpu_s} s; "
+          + ", ".join(f"{k} {v:.1%}" for k, v in shares.items()))
+    if shutil.which("perf") is None:
+        unavailable("perf is not installed (linux-perf): the host side was split by thread role only")
+    assert h.split == "perf" and h.perf_samples > 100
+    if h.emulated:  # a TCG vCPU runs translated guest code and the translator/helpers that make it
+        assert shares["guest"] > 0.05 and shares["emulation"] > 0.05, shares
+    view = host_side_view(campaign, sample.case_id)
+    assert view is not None and view["label"] == ("emulated (TCG)" if h.emulated else "KVM")
 
 
 _KILLED_RUN = """

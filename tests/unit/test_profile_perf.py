@@ -41,6 +41,22 @@ def test_report_rows_and_top_functions():
     assert [f.symbol for f in workers] == [perf.UNRESOLVED, "StreamTcpReassembleHandleSegment"]
 
 
+SEPARATED = """\
+# a recorded qemu view: thread names with spaces (perf report -t '|')
+32.10%|CPU 0/TCG|[unknown]|[.] 0x00007f3a4c01b2c0
+ 4.02%|CPU 0/TCG|qemu-system-x86_64|[.] helper_le_ldq_mmu
+ 1.50%|qemu-system-x86|[kernel.kallsyms]|[k] do_sys_poll
+"""
+
+
+def test_report_rows_with_separators_keep_thread_names_with_spaces():
+    rows = perf.parse_report(SEPARATED)
+    assert [(r.thread, r.dso, r.symbol, r.kernel) for r in rows] == [
+        ("CPU 0/TCG", "[unknown]", perf.UNRESOLVED, False), ("CPU 0/TCG", "qemu-system-x86_64", "helper_le_ldq_mmu", False),
+        ("qemu-system-x86", "[kernel.kallsyms]", "do_sys_poll", True)]
+    assert "-t" in perf.report_argv(Path("x"), 0.1)
+
+
 def test_stat_counts_and_ratios():
     counts = perf.parse_stat(STAT)
     assert counts == {"task-clock": 120.38, "cycles": None, "instructions": 5000.0, "cache-misses": None}
@@ -81,3 +97,12 @@ def test_snapshot_reads_this_process():
         t.join()
     assert os.getpid() in snap and len(snap) >= 2 and all(v.cpu_ticks >= 0 for v in snap.values())
     assert snapshot([2**22 + 12345]) == {}  # a pid that does not exist
+
+
+def test_thread_roles_of_the_qemu_view(tmp_path: Path):
+    from idsbench.profile.categories import qemu_role
+
+    before = {1: ThreadTime(1, "CPU 0/TCG", 0), 2: ThreadTime(2, "qemu-system-x86", 0)}
+    after = {1: ThreadTime(1, "CPU 0/TCG", CLK_TCK), 2: ThreadTime(2, "qemu-system-x86", 0)}
+    rows = thread_cpu(before, after, 1.0, qemu_role)
+    assert [(r.name, r.role) for r in rows] == [("CPU 0/TCG", "vcpu"), ("qemu-system-x86", "main")]

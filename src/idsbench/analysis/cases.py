@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from idsbench.analysis.engines import case_engine_figures
+from idsbench.analysis.hostside import host_side_fields
 from idsbench.analysis.sample import METRICS, SampleFigures, sample_figures
 from idsbench.analysis.search import search_fields
 from idsbench.analysis.stats import ci_coverage, cv, median, median_ci
@@ -111,6 +112,7 @@ def case_result(cs: CaseSamples, cv_threshold: float = DEFAULT_CV_THRESHOLD,
         pairs=tuple(sorted({s.summary.pair for s in (cs.used or cs.failed) if s.summary.pair})),
         degraded_sensor=degraded_medians(cs), phases=phase_medians(cs), search=search_fields(cs.search),
         engine_version=engine_version(cs), alerts_by_sid=alert_medians(cs), sensor_threads=sensor_threads(cs),
+        host_side=host_side_fields(cs.used),
     )
 
 

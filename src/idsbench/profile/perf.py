@@ -26,9 +26,10 @@ def stat_argv(pids: Sequence[int], out: Path) -> list[str]:
 
 
 def report_argv(data: Path, percent_limit: float) -> list[str]:
-    """Self time per thread name, shared object and symbol, flat."""
+    """Self time per thread name, shared object and symbol, flat, '|'-separated (thread names such as
+    qemu's "CPU 0/TCG" have spaces)."""
     return ["perf", "report", "-i", str(data), "--stdio", "--no-children", "-q", "-g", "none",
-            "--sort", "comm,dso,sym", "--percent-limit", f"{percent_limit:g}"]
+            "--sort", "comm,dso,sym", "-t", "|", "--percent-limit", f"{percent_limit:g}"]
 
 
 @dataclass(frozen=True)
@@ -44,14 +45,17 @@ class SymbolShare:
 
 # Addresses perf could not name (static functions of a stripped binary) are pooled per object.
 UNRESOLVED = "(functions without a symbol)"
+_SEPARATED = re.compile(r"^(?P<pct>\d+(?:\.\d+)?)%\|(?P<comm>[^|]+)\|(?P<dso>[^|]+)\|\[(?P<kind>[.kgu])\]\s+(?P<sym>.+?)$")
 _REPORT_LINE = re.compile(r"^\s*(?P<pct>\d+(?:\.\d+)?)%\s+(?P<comm>\S+)\s+(?P<dso>\S+)\s+\[(?P<kind>[.kgu])\]\s+(?P<sym>.+?)\s*$")
 
 
 def parse_report(text: str) -> list[SymbolShare]:
-    """Rows of `perf report --sort comm,dso,sym` (lines that are not rows are skipped)."""
+    """Rows of `perf report --sort comm,dso,sym`, '|'-separated or (older files) space-aligned; lines
+    that are not rows are skipped."""
     out = []
     for line in text.splitlines():
-        m = _REPORT_LINE.match(line)
+        cells = [c.strip() for c in line.split("|", 3)]
+        m = _REPORT_LINE.match(line) if len(cells) < 4 else _SEPARATED.match("|".join(cells))
         if m:
             symbol = UNRESOLVED if m["sym"].startswith("0x") else m["sym"]
             out.append(SymbolShare(float(m["pct"]), m["comm"], m["dso"], symbol, m["kind"] == "k"))

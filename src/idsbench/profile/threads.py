@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +22,21 @@ def role(thread: str) -> str:
 class ThreadTime:
     tid: int
     name: str
-    cpu_ticks: int
+    cpu_ticks: int      # utime + stime (guest time included: the kernel counts it as user time)
+    guest_ticks: int = 0  # of which in guest mode (a KVM vCPU), /proc field 43
+    pid: int = 0
+
+
+@dataclass(frozen=True)
+class ProcessTime:
+    pid: int
+    name: str
+    cpu_ticks: int      # the whole process, threads that exited included
+
+
+def _fields(stat: str) -> list[str]:
+    """The fields after `(comm)`: [0] is field 3 (state), so field n is [n - 3]."""
+    return stat[stat.rindex(")") + 2:].split()
 
 
 def snapshot(pids: Sequence[int], proc: Path = Path("/proc")) -> dict[int, ThreadTime]:
@@ -40,8 +54,22 @@ def snapshot(pids: Sequence[int], proc: Path = Path("/proc")) -> dict[int, Threa
                 stat = (base / "stat").read_text()
             except OSError:
                 continue
-            fields = stat[stat.rindex(")") + 2:].split()
-            out[tid] = ThreadTime(tid, name, int(fields[11]) + int(fields[12]))
+            fields = _fields(stat)
+            guest = int(fields[40]) if len(fields) > 40 else 0
+            out[tid] = ThreadTime(tid, name, int(fields[11]) + int(fields[12]), guest, pid)
+    return out
+
+
+def processes(pids: Sequence[int], proc: Path = Path("/proc")) -> dict[int, ProcessTime]:
+    """utime+stime of each process now (threads that exited included; processes gone are skipped)."""
+    out: dict[int, ProcessTime] = {}
+    for pid in pids:
+        try:
+            stat = (proc / str(pid) / "stat").read_text()
+        except OSError:
+            continue
+        fields = _fields(stat)
+        out[pid] = ProcessTime(pid, stat[stat.index("(") + 1:stat.rindex(")")], int(fields[11]) + int(fields[12]))
     return out
 
 
@@ -53,13 +81,14 @@ class ThreadCpu:
     cpu_pct: float  # of one core over the window
 
 
-def thread_cpu(before: dict[int, ThreadTime], after: dict[int, ThreadTime], window_s: float) -> list[ThreadCpu]:
+def thread_cpu(before: dict[int, ThreadTime], after: dict[int, ThreadTime], window_s: float,
+               role_of: Callable[[str], str] = role) -> list[ThreadCpu]:
     """CPU each thread used between two snapshots, busiest first (threads born inside count from 0)."""
     rows = []
     for tid, end in after.items():
         start = before.get(tid)
         ticks = end.cpu_ticks - (start.cpu_ticks if start else 0)
         seconds = ticks / CLK_TCK
-        rows.append(ThreadCpu(end.name, role(end.name), round(seconds, 3),
+        rows.append(ThreadCpu(end.name, role_of(end.name), round(seconds, 3),
                               round(100.0 * seconds / window_s, 2) if window_s > 0 else 0.0))
     return sorted(rows, key=lambda r: (-r.cpu_s, r.name))

@@ -27,6 +27,7 @@ from idsbench.report.compare_out import verdict_text
 from idsbench.report.engines import engine_section
 from idsbench.report.figures import build_figures
 from idsbench.report.fmt import load_label
+from idsbench.report.hostside import host_side_view
 from idsbench.report.style import setup_colors
 from idsbench.report.table import Column, Figure, Measure, Table, Text, Value, metric_column, table
 from idsbench.store.campaigndoc import HostFingerprint
@@ -176,7 +177,7 @@ def _profile_view(campaign: Campaign, row: CaseResult) -> dict[str, Any] | None:
             "functions": [{"pct": number(f.self_pct, 2), "symbol": f.symbol, "dso": f.dso} for f in prof.functions],
             "threads": [{"name": t.name, "role": t.role, "pct": number(t.cpu_pct, 2)} for t in prof.threads],
             "worker_share": "–" if prof.worker_cpu_share is None else f"{prof.worker_cpu_share:.0%}",
-            "ratios": "; ".join(ratios), "notes": list(prof.notes)}
+            "ratios": "; ".join(ratios), "notes": list(prof.notes), "host": host_side_view(campaign, row.case)}
 
 
 def missing_note(rows: list[CaseResult]) -> str | None:

@@ -24,6 +24,7 @@ from idsbench.run.timeline import Timeline
 from idsbench.run.verdict import SampleFacts, Verdict, judge
 from idsbench.sensors import ruleprofile
 from idsbench.sensors.base import CounterPoint, Counters, SensorRun
+from idsbench.setups.base import HostSide
 from idsbench.store import atomic
 from idsbench.store.layout import COUNTERS_FILE, SUMMARY_FILE
 from idsbench.store.schema import (
@@ -114,7 +115,13 @@ class SampleRun:
             return None
         opts = ProfileOptions(record=self.index < cfg.record_samples, frequency_hz=cfg.frequency_hz, top=cfg.top)
         view = "qemu" if self.case.setup == "vm" else "sensor"  # a guest's sensor is inside qemu
-        return Profiler(session.sup, session.sensor_pids, sample_dir, opts, view=view)
+        host = session.setup.host_side() if isinstance(session.setup, HostSide) else None
+        cgroup = host is not None and host.sensor_cgroup
+        monitor = session.monitor
+        return Profiler(session.sup, session.sensor_pids, sample_dir, opts, view=view, host=host,
+                        measured=session.cpu_seconds if cgroup else None,
+                        measured_by="the sensor's cgroup (qemu)" if cgroup else None,
+                        mark=monitor.sample_now if monitor is not None else None)
 
     # --- after the sensor stopped --------------------------------------------------------------
     def _collect(self, sample_dir: Path, started: float) -> tuple[SampleSummary, list[str]]:

@@ -22,12 +22,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from idsbench import settings
 from idsbench.monitor.base import Source
 from idsbench.monitor.sensor import CgroupStats
 from idsbench.proc import Supervisor
+from idsbench.profile.hostside import HostSideTarget
 from idsbench.sensors.base import SensorEngine
 from idsbench.wire.netns import WireEnds
 
@@ -84,4 +85,14 @@ class Setup(Protocol):
 
     def overhead_sources(self) -> list[Source]:
         """Extra monitor sources for the isolation layer's own cost (runtime, qemu, vhost)."""
+        ...
+
+
+@runtime_checkable
+class HostSide(Protocol):
+    """A setup that runs host-side processes for the sensor (qemu, a container runtime): the
+    `[profile]` host-side profile attaches to them (profile/hostside.py)."""
+
+    def host_side(self) -> HostSideTarget | None:
+        """Known once launched; None when there is nothing to profile."""
         ...

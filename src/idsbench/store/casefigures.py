@@ -114,3 +114,19 @@ class EngineFigures(Record):
         if self.common is not None:
             out.update(self.common.model_dump(mode="json"))
         return out
+
+
+class HostSideFigures(Record):
+    """The host's side of a VM or container (analysis.hostside.host_side_fields): medians over the samples
+    with a host-side profile."""
+
+    host_side_of: str                       # qemu | runtime
+    host_side_cpu_s: float                  # its CPU seconds over the profiled window
+    shares: dict[str, float] = Field(default_factory=dict)   # per category (HOST_SIDE_CATEGORIES): share 0..1
+    host_side_gap: float | None = None      # the largest relative gap to the monitor's figure
+
+    def row(self) -> Row:
+        out: Row = {"host_side_of": self.host_side_of, "host_side_cpu_s": self.host_side_cpu_s}
+        out.update({f"host_side_{name}_share": share for name, share in self.shares.items()})
+        out["host_side_gap"] = self.host_side_gap
+        return out

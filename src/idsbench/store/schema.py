@@ -15,7 +15,7 @@ from pydantic import ConfigDict, Field, JsonValue
 
 from idsbench.accounting import Waterfall
 from idsbench.counters import Counters
-from idsbench.store.casefigures import EngineFigures, Number, SearchFigures
+from idsbench.store.casefigures import EngineFigures, HostSideFigures, Number, SearchFigures
 from idsbench.store.casefigures import SearchGoals as SearchGoals  # search.json holds it too
 from idsbench.store.record import Record as Record
 
@@ -173,9 +173,46 @@ class FunctionRecord(Record):
 
 class ThreadRecord(Record):
     name: str                     # the thread's name (Suricata: W#01-eth0 worker, FM#01 flow manager…)
-    role: str                     # worker | management
+    role: str                     # worker | management (qemu view: vcpu | main | worker | iothread | vhost | rcu | other)
     cpu_s: float
     cpu_pct: float                # of one core over the profiled window
+
+
+# The host's side of a VM or container by category (profile/categories.py says what each holds).
+HOST_SIDE_CATEGORIES = ("guest", "emulation", "io", "irq_timers", "polling", "other")
+
+
+class CategoryRecord(Record):
+    name: str                     # one of HOST_SIDE_CATEGORIES
+    cpu_s: float
+    share: float                  # of the host-side CPU time, 0..1
+
+
+class HostThreadRecord(Record):
+    name: str                     # qemu: "CPU 0/TCG", "qemu-system-x86" (main loop), "worker"…; runtimes: per process
+    role: str                     # vcpu | main | iothread | worker | vhost | rcu | cli | conmon | shim | daemon | …
+    cpu_s: float
+    guest_s: float = 0.0          # in guest mode (KVM vCPUs; /proc guest_time)
+    perf_samples: int = 0
+
+
+class HostSideRecord(Record):
+    """What the host spent on a VM (qemu, vhost) or a container (its runtime's processes) over the
+    profiled window, by category; the categories add up to `cpu_s` (profile/hostside.py)."""
+
+    subject: str                  # "qemu" | "runtime"
+    processes: tuple[str, ...] = ()   # "name[pid]"
+    accel: str | None = None      # VMs: tcg | kvm
+    emulated: bool = False        # TCG: guest execution is qemu's translated code, emulation its translator/helpers
+    split: str = "perf"           # "perf": each thread's CPU split by its perf samples; "threads": by thread role
+    cpu_s: float                  # the processes' CPU over the window (/proc) = the sum of the categories
+    measured_cpu_s: float | None = None   # the same window on the counter the monitor reads (VM: qemu's cgroup)
+    measured_by: str | None = None        # what measured it
+    monitor_column: str | None = None     # the monitor.csv column for the same CPU (analysis cross-checks it)
+    categories: tuple[CategoryRecord, ...] = ()
+    threads: tuple[HostThreadRecord, ...] = ()
+    perf_samples: int = 0
+    notes: tuple[str, ...] = ()
 
 
 class ProfileRecord(Record):
@@ -187,11 +224,14 @@ class ProfileRecord(Record):
     event: str | None = None
     frequency_hz: int = 0
     functions: tuple[FunctionRecord, ...] = ()          # top self time over every thread
-    worker_functions: tuple[FunctionRecord, ...] = ()   # top self time of the worker threads
+    worker_functions: tuple[FunctionRecord, ...] = ()   # top self time of the worker threads (qemu view: the vCPUs)
     threads: tuple[ThreadRecord, ...] = ()
     counters: dict[str, float | None] = Field(default_factory=dict)  # perf stat; None: not supported here
     ratios: dict[str, float | None] = Field(default_factory=dict)    # ipc, cache-miss ratios
     notes: tuple[str, ...] = ()
+    start_unix: float | None = None   # the window (a monitor row is written at each end)
+    end_unix: float | None = None
+    host: HostSideRecord | None = None  # VM / container: the host's side, by category
 
 
 # A sample's timeline, in order; every second of its wall time lies in exactly one of them
@@ -465,6 +505,7 @@ class CaseResult(Record):
     engines: EngineFigures | None = None     # the engine's rule share (None: not computed)
     alerts_by_sid: dict[int, Number] = Field(default_factory=dict)  # per signature: median alerts (ok samples)
     sensor_threads: int | None = None  # the worker threads the sensor ran (as it reported; else as asked)
+    host_side: HostSideFigures | None = None  # [profile]: the host's side of a VM/container (None: not profiled)
     # each metric's per-sample values (ok samples, in sample order): what effect sizes resample
     # (analysis.effect); not part of `to_row()`
     values: dict[str, tuple[float | None, ...]] = Field(default_factory=dict)
@@ -474,6 +515,8 @@ class CaseResult(Record):
         out: dict[str, JsonValue] = {"degraded_sensor": dict(self.degraded_sensor), "phases": dict(self.phases)}
         if self.search is not None:
             out.update(self.search.row())
+        if self.host_side is not None:
+            out.update(self.host_side.row())
         out["engine_version"] = self.engine_version
         if self.engines is not None:
             out.update(self.engines.row())

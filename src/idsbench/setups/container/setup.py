@@ -29,6 +29,7 @@ from idsbench.errors import EnvironmentMissing
 from idsbench.monitor.base import Source
 from idsbench.proc import Child
 from idsbench.procinfo import children_of, parent_of
+from idsbench.profile.hostside import HostSideTarget
 from idsbench.setups.base import SetupRequest
 from idsbench.setups.container import runtime as crt
 from idsbench.setups.container.dockerd import start_dockerd
@@ -158,6 +159,12 @@ class Container:
 
     def overhead_sources(self) -> list[Source]:
         return [ProcessSource(lambda: self._overhead_pids, prefix="isolation")]
+
+    def host_side(self) -> HostSideTarget | None:
+        """The runtime's processes serving the container (as isolation_cpu_pct measures them)."""
+        if not self._overhead_pids:
+            return None
+        return HostSideTarget("runtime", tuple(self._overhead_pids), monitor_column="isolation_cpu_pct")
 
     # --- pieces -----------------------------------------------------------------------------
 

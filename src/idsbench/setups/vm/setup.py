@@ -31,6 +31,7 @@ from idsbench.infra.cgroups import CgroupResource
 from idsbench.monitor.base import Source
 from idsbench.monitor.netdev import NetDevSource
 from idsbench.proc import Child
+from idsbench.profile.hostside import HostSideTarget
 from idsbench.setups.base import SetupRequest
 from idsbench.setups.vm import guest
 from idsbench.setups.vm.image import GuestImage, ensure_image
@@ -221,6 +222,14 @@ class Vm:
         return [QemuSource(self.qemu.pid, self.vhost_pids),
                 NetDevSource("vtap", self.wire.sensor_holder_pid, VTAP_IF),
                 GuestCsvSource(self.req.sample_dir / "guest.csv")]
+
+    def host_side(self) -> HostSideTarget | None:
+        """qemu (its vCPU, main-loop, worker and — Linux ≥ 6.4 — vhost tasks) and the vhost kernel
+        threads of older kernels: the sensor's cgroup, as monitor.csv's sensor_cpu_pct measures it."""
+        if self.qemu is None or self.accel is None:
+            return None
+        return HostSideTarget("qemu", (self.qemu.pid, *self.vhost_pids), accel=self.accel.accel,
+                              monitor_column="sensor_cpu_pct", sensor_cgroup=True)
 
     # --- pieces ----------------------------------------------------------------------------
     def _check_suricata(self, image: GuestImage) -> None:
