@@ -18,6 +18,7 @@ from idsbench.run.session import split_cpus
 from idsbench.run.truth import ground_truths
 from idsbench.sensors import registry, rulesets
 from idsbench.sensors.base import SensorEngine, SensorOptions
+from idsbench.setups.registry import preflight as setup_preflight
 from idsbench.spec import Spec
 from idsbench.store import atomic
 from idsbench.store.environment import fingerprint, sha256_file
@@ -95,6 +96,7 @@ def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path
     quietness is probed first (`require_quiet`: a noisy host is refused before anything starts)."""
     cases = plan(spec)
     check_host()
+    setup_preflight(spec)  # e.g. vm-vfio: IOMMU, vfio-pci, SR-IOV, a NIC wire
     noise, noise_warnings = quietness(spec.search.precision, split_cpus(sorted(os.sched_getaffinity(0)),
                                                                          spec.setup.cpuset)[1],
                                       require_quiet=require_quiet)

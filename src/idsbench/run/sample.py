@@ -113,7 +113,7 @@ class SampleRun:
         if not cfg.perf:
             return None
         opts = ProfileOptions(record=self.index < cfg.record_samples, frequency_hz=cfg.frequency_hz, top=cfg.top)
-        view = "qemu" if self.case.setup == "vm" else "sensor"  # a guest's sensor is inside qemu
+        view = "qemu" if self.case.setup in ("vm", "vm-vfio") else "sensor"  # a guest's sensor is inside qemu
         return Profiler(session.sup, session.sensor_pids, sample_dir, opts, view=view)
 
     # --- after the sensor stopped --------------------------------------------------------------

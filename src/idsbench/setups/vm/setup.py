@@ -55,6 +55,19 @@ RUNDIR_PREFIX = "idsbench-vm-"
 
 
 @dataclass(frozen=True)
+class CaptureNic:
+    """How the capture NIC reaches the guest: a macvtap's fd behind virtio-net, or a PCI function
+    through vfio-pci (setups/vfio)."""
+
+    tap_fd: int | None = None
+    mac: str | None = None
+    open_fds: tuple[tuple[int, Path], ...] = ()  # descriptors qemu inherits (fd number, path)
+    vfio_host: str | None = None                 # a PCI function bound to vfio-pci
+    machine: str = "pc"
+    mem_path: Path | None = None                 # guest RAM from this hugetlbfs
+
+
+@dataclass(frozen=True)
 class VmOptions:
     vcpus: int | None = None      # default: the case's cpus rounded up (all sensor CPUs if unlimited)
     accel: str = "auto"           # auto | kvm | tcg
@@ -114,7 +127,7 @@ class Vm:
         self.image: GuestImage | None = None
         self.accel: AccelChoice | None = None
         self.vhost_pids: list[int] = []
-        self.tap_node: Path | None = None
+        self.nic: CaptureNic | None = None
         self.info: dict[str, object] = {}
 
     # --- paths -----------------------------------------------------------------------------
@@ -143,7 +156,7 @@ class Vm:
         limit = memory + HOST_OVERHEAD_BYTES[self.accel.accel] if self.req.memory_bytes else None
         self.cgroup = cgroups.create(self.req.name, cpus=self.req.cpus, memory_bytes=limit)
         sup.teardown.push(CgroupResource.of(self.cgroup))
-        tap, mac = self._macvtap(wire)
+        nic = self._capture_nic(wire)
         shares = guest.plan_shares(self.req.sample_dir, self.req.read_only_paths)
         (self.rundir / "guest.conf").write_text(
             guest.guest_conf(self.req.sample_dir, shares, wire.mtu, interval_s=1))
@@ -152,11 +165,12 @@ class Vm:
             memory_mib=memory // 1024**2, image=self.image, console_log=self.console_log,
             ctl_socket=self.rundir / "ctl.sock",
             shares=(Share(CTL_TAG, self.rundir, readonly=False), *shares),
-            tap_fd=TAP_FD, mac=mac, mtu=wire.mtu,
+            tap_fd=nic.tap_fd, mac=nic.mac, mtu=wire.mtu,
             vhost=self.accel.accel == "kvm" and os.path.exists("/dev/vhost-net"),
+            vfio_host=nic.vfio_host, machine=nic.machine, mem_path=nic.mem_path,
         )
         argv = qemu_argv(cfg)
-        self.tap_node = tap
+        self.nic = nic
         self.info = {"accel": self.accel.accel, "accel_reason": self.accel.reason,
                      "vcpus": cfg.vcpus, "memory_bytes": memory, "cgroup_memory_limit": limit,
                      "image": self.image.to_json(), "shares": [str(s.path) for s in shares],
@@ -236,6 +250,11 @@ class Vm:
                     "the cached rootfs and image under the cache dir so they are rebuilt.",
             )
 
+    def _capture_nic(self, wire: WireEnds) -> CaptureNic:
+        """How the capture NIC reaches the guest (setups/vfio overrides it): a macvtap on the wire."""
+        tap, mac = self._macvtap(wire)
+        return CaptureNic(tap_fd=TAP_FD, mac=mac, open_fds=((TAP_FD, tap),))
+
     def _macvtap(self, wire: WireEnds) -> tuple[Path, str]:
         """A passthru macvtap on the sensor interface; returns (its /dev node, its MAC)."""
         assert self.rundir is not None
@@ -249,10 +268,10 @@ class Vm:
         assert self.rundir is not None and self.cgroup is not None
         sup = self.req.sup
         t0 = time.monotonic()
-        assert self.tap_node is not None
+        assert self.nic is not None
         self.qemu = sup.start(argv, name="qemu", stdout=self.req.sample_dir / "qemu.txt",
                               cpus=self.req.cpu_affinity, cgroup_procs=self.cgroup.procs_files,
-                              open_fds={TAP_FD: self.tap_node})
+                              open_fds=dict(self.nic.open_fds))
         self.port = guest.ControlPort(self.rundir / "ctl.sock")
         self.watch = guest.GuestWatch(
             self.rundir, self.qemu, console=self.console_log, qemu_log=self.req.sample_dir / "qemu.txt",
