@@ -229,6 +229,7 @@ class Setup(_Frozen):
     sriov_mac: str = Field("02:69:64:73:00:01", pattern=r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
     sriov_vlan: int | None = Field(None, ge=1, le=4094)
     hugepages: bool = False  # vm-vfio: guest RAM from /dev/hugepages (reserved beforehand)
+    boot_timeout_s: float = Field(240.0, gt=0)  # vm, vm-vfio: how long the guest may take to boot
 
     @model_validator(mode="after")
     def _vfio_device_named(self) -> Setup:

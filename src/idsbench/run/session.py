@@ -216,7 +216,7 @@ class SensorSession:
             name_prefix=ctx.name_prefix, vcpus=ctx.spec.setup.vcpus, accel=ctx.spec.setup.accel,
             vfio_device=ctx.spec.setup.vfio_device, sriov_pf=ctx.spec.setup.sriov_pf,
             sriov_mac=ctx.spec.setup.sriov_mac, sriov_vlan=ctx.spec.setup.sriov_vlan,
-            hugepages=ctx.spec.setup.hugepages,
+            hugepages=ctx.spec.setup.hugepages, boot_timeout_s=ctx.spec.setup.boot_timeout_s,
         ))
         self.phase("wire")
         wire = self.wire = self._make_wire(setup).up()

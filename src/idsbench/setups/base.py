@@ -55,6 +55,7 @@ class SetupRequest:
     sriov_mac: str = "02:69:64:73:00:01"  # vm-vfio: the VF's MAC (what the wire addresses)
     sriov_vlan: int | None = None   # vm-vfio: the VF's port VLAN
     hugepages: bool = False         # vm-vfio: guest RAM from /dev/hugepages
+    boot_timeout_s: float = 240.0   # vm, vm-vfio: how long the guest may take to boot
 
 
 class Launched(Protocol):

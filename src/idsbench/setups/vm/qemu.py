@@ -64,7 +64,8 @@ class QemuConfig:
     vfio_host: str | None = None          # capture NIC: a PCI function bound to vfio-pci (setups/vfio)
     machine: str = "pc"                   # q35 for a passed-through PCIe function
     mem_path: Path | None = None          # guest RAM from a hugetlbfs mount, preallocated
-    extra_args: tuple[str, ...] = ()      # more qemu arguments (lab/vfio: the outer VM's IOMMU and NICs)
+    machine_args: tuple[str, ...] = ()    # right after -machine, before any PCI device (a virtual IOMMU)
+    extra_args: tuple[str, ...] = ()      # more qemu arguments (lab/vfio: the outer VM's NICs)
 
 
 def kernel_cmdline(cfg: QemuConfig) -> str:
@@ -91,7 +92,7 @@ def qemu_argv(cfg: QemuConfig) -> list[str]:
         if path is not None:
             _check_qemu_opt(str(path), "path")
     argv = [QEMU, "-name", f"{cfg.name},debug-threads=on", "-nodefaults", "-no-user-config", "-display", "none",
-            "-no-reboot", "-machine", cfg.machine]
+            "-no-reboot", "-machine", cfg.machine, *cfg.machine_args]
     if cfg.accel == "kvm":
         argv += ["-accel", "kvm", "-cpu", "host"]
     else:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from idsbench import settings
 from idsbench.errors import EnvironmentMissing, SensorFailed
 from idsbench.infra import cgroups
 from idsbench.infra.cgroups import CgroupResource
@@ -33,7 +34,7 @@ from idsbench.monitor.netdev import NetDevSource
 from idsbench.proc import Child
 from idsbench.setups.base import SetupRequest
 from idsbench.setups.vm import guest
-from idsbench.setups.vm.image import GuestImage, ensure_image
+from idsbench.setups.vm.image import GuestImage, ensure_image, load_image
 from idsbench.setups.vm.monitor import GuestCsvSource, QemuSource, find_vhost_threads
 from idsbench.setups.vm.qemu import (
     CTL_TAG,
@@ -73,6 +74,19 @@ class VmOptions:
     accel: str = "auto"           # auto | kvm | tcg
     boot_timeout_s: float = 240.0
     rootfs: Path | None = None    # a prepared Debian rootfs (default: infra.rootfs.ensure_rootfs)
+
+
+def pinned_image() -> GuestImage | None:
+    """The image IDSBENCH_VM_IMAGE names (the nested lab's outer VM lends its own), else None."""
+    path = settings.vm_image()
+    if path is None:
+        return None
+    image = load_image(path)
+    if image is None:
+        raise EnvironmentMissing(f"IDSBENCH_VM_IMAGE={path} is not a complete VM guest image.",
+                                 fix="unset it to build one, or name a directory with image.json, vmlinuz, "
+                                     "initrd.img and root.img.")
+    return image
 
 
 def vcpus_for(options: VmOptions, request: SetupRequest) -> int:
@@ -115,7 +129,8 @@ class Vm:
 
     def __init__(self, request: SetupRequest, options: VmOptions | None = None):
         self.req = request
-        self.opts = options or VmOptions(vcpus=request.vcpus, accel=request.accel)
+        self.opts = options or VmOptions(vcpus=request.vcpus, accel=request.accel,
+                                         boot_timeout_s=request.boot_timeout_s)
         self.labels: tuple[str, ...] = ()
         self.rundir: Path | None = None
         self.cgroup: cgroups.Cgroup | None = None
@@ -148,7 +163,8 @@ class Vm:
         sup = self.req.sup
         self.rundir = Path(tempfile.mkdtemp(prefix=f"{RUNDIR_PREFIX}{self.req.name}-"))
         sup.teardown.push(VmRundirResource(str(self.rundir)))
-        self.image = ensure_image(self.req.cache_dir, self.opts.rootfs, self.req.engine.image_packages())
+        self.image = pinned_image() or ensure_image(self.req.cache_dir, self.opts.rootfs,
+                                                    self.req.engine.image_packages())
         self._check_suricata(self.image)
         self.accel = choose_accel(sup, self.opts.accel, self.image, self.req.cache_dir, self.rundir)
         self.labels = ("emulated",) if self.accel.accel == "tcg" else ()
@@ -187,8 +203,8 @@ class Vm:
         (self.rundir / "sensor.argv").write_bytes(guest.sensor_argv_file(stdout, argv))
         self.port.send("run")
         self.sensor = VmSensor(self, self.qemu)
-        self.watch.require(lambda st: st.sensor_pid is not None or st.exit_code is not None, 60.0,
-                            "start the sensor")
+        self.watch.require(lambda st: st.sensor_pid is not None or st.exit_code is not None,
+                           max(60.0, self.opts.boot_timeout_s / 4), "start the sensor")
         return self.sensor
 
     def stop(self, timeout_s: float) -> int | None:
