@@ -125,7 +125,7 @@ def run_lab(spec_path: Path, out_dir: Path, *, cache_dir: Path | None = None, st
         name=f"{settings.name_prefix()}-vfiolab", vcpus=opts.vcpus, memory_mib=opts.memory_mib, accel="tcg",
         cgroup_v2=True, tcg_threads="multi" if opts.tcg_threads == "multi" else "single", extra_packages=packages,
         read_only=(image.dir, *traces, *python_paths()), boot_timeout_s=opts.boot_timeout_s,
-        timeout_s=opts.timeout_s, machine="q35", machine_args=outer_machine_args(), qemu_args=outer_nic_args(),
+        timeout_s=opts.timeout_s, machine="q35,kernel-irqchip=split", machine_args=outer_machine_args(), qemu_args=outer_nic_args(),
         kernel_args=OUTER_KERNEL_ARGS)
     t0 = time.monotonic()
     log(f"outer VM: {opts.vcpus} vCPUs, {opts.memory_mib} MiB, TCG; the campaign runs inside (see {out}/outer)")

@@ -217,8 +217,13 @@ def pci_device(bdf: str, root: Path = Path("/")) -> PciDevice:
 
 def interface_bdf(ifname: str, root: Path = Path("/")) -> str | None:
     """The PCI function behind a network interface (None: no such interface, or not PCI)."""
-    target = _link_name(root / "sys/class/net" / ifname / "device")
-    return target if target and BDF_RE.match(target) else None
+    link = root / "sys/class/net" / ifname / "device"
+    if not link.exists():
+        return None
+    for part in reversed(Path(os.path.realpath(link)).parts):  # a virtio NIC's device is virtioN under its PCI function
+        if BDF_RE.match(part):
+            return part
+    return None
 
 
 def iommu_problems(facts: IommuFacts) -> list[Problem]:

@@ -89,3 +89,20 @@ def doctor_check(cache_dir: Path) -> tuple[bool, str]:
         return False, "; ".join(f"{p.what}: {p.detail} (fix: {p.fix})" for p in problems)
     facts = iommu_facts()
     return True, f"IOMMU on ({facts.groups} groups), vfio-pci {'loaded' if facts.vfio_pci_loaded else 'available'}"
+
+
+def nic_lines(root: Path = Path("/")) -> list[tuple[str, bool, str]]:
+    """`idsbench doctor`: per PCI network interface of this host, its IOMMU group and SR-IOV (informative)."""
+    out = []
+    net = root / "sys/class/net"
+    for name in sorted(p.name for p in net.iterdir()) if net.is_dir() else []:
+        bdf = interface_bdf(name, root)
+        if bdf is None:
+            continue
+        dev = pci_device(bdf, root)
+        blockers = ", ".join(m.bdf for m in dev.blockers())
+        group = "no IOMMU group" if dev.iommu_group is None else \
+            f"IOMMU group {dev.iommu_group}" + (f" (not viable: {blockers} bound)" if blockers else "")
+        sriov = "no SR-IOV" if dev.sriov_totalvfs is None else f"SR-IOV {dev.sriov_numvfs}/{dev.sriov_totalvfs} VFs"
+        out.append((f"nic {name}", True, f"{bdf} driver {dev.driver or 'none'}: {group}, {sriov}"))
+    return out
