@@ -95,7 +95,7 @@ def lab_spec(path: Path) -> tuple[dict[str, Any], Spec]:
     traces = traffic.get("traces", [])
     traffic["traces"] = [t if t.startswith("builtin:") else str((base / t).resolve())
                          for t in (traces if isinstance(traces, list) else [traces])]
-    doc.setdefault("setup", {}).setdefault("sriov_pf", PLACEHOLDER_PORT)
+    doc.setdefault("setup", {}).setdefault("sriov_pf", PLACEHOLDER_PORT)  # the outer VM names the ports
     doc.setdefault("wire", {}).setdefault("sender_interface", PLACEHOLDER_PORT)
     return doc, spec_from_dict(doc, source=str(path), base_dir=base)
 
