@@ -13,7 +13,8 @@ campaign of the outer VM with the two ports as its NIC wire (wire/nic.py): the r
 virtio port in their namespace; the vm case's macvtap sits on the PF; the vm-vfio case makes a VF of the
 PF, binds it to vfio-pci and starts the sensor VM (the same image, TCG inside TCG) on it. Results come
 back in OUT/campaign (labelled `emulated`), with OUT/inner.json (what the outer VM saw before and after:
-leftovers must be none) and OUT/outer/ (console, qemu output, guestrun.json with the outer boot time).
+leftovers must be none) and the outer VM's console.log, qemu.txt, output.txt (the campaign's progress) and
+guestrun.json (its boot and run times).
 
 Everything runs in a teardown stack: Ctrl-C or an error stops the outer VM; `idsbench cleanup` after a
 SIGKILL removes its run dir and process.
@@ -128,9 +129,10 @@ def run_lab(spec_path: Path, out_dir: Path, *, cache_dir: Path | None = None, st
         timeout_s=opts.timeout_s, machine="q35,kernel-irqchip=split", machine_args=outer_machine_args(), qemu_args=outer_nic_args(),
         kernel_args=OUTER_KERNEL_ARGS)
     t0 = time.monotonic()
-    log(f"outer VM: {opts.vcpus} vCPUs, {opts.memory_mib} MiB, TCG; the campaign runs inside (see {out}/outer)")
+    log(f"outer VM: {opts.vcpus} vCPUs, {opts.memory_mib} MiB, TCG; the campaign runs inside (its output: "
+        f"{out}/output.txt)")
     with TeardownStack(state_dir=state_dir or settings.state_dir()) as td:
-        result = run_in_guest(Supervisor(td), command, out / "outer", cache_dir=cache, options=guest_opts)
+        result = run_in_guest(Supervisor(td), command, out, cache_dir=cache, options=guest_opts)
     inner_file = out / "inner.json"
     inner: dict[str, Any] = json.loads(inner_file.read_text()) if inner_file.exists() else {}
     return LabRun(out, result, inner, round(time.monotonic() - t0, 1))
