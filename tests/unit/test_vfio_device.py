@@ -118,3 +118,18 @@ def test_qemu_argv_passes_the_function_through(tmp_path):
     plain = qemu_argv(QemuConfig(name="ib-x", accel="tcg", vcpus=1, memory_mib=512, image=image,
                                  console_log=tmp_path / "c.log"))
     assert plain[plain.index("-machine") + 1] == "pc" and "-mem-path" not in plain
+
+
+def test_a_virtual_iommu_comes_before_every_pci_device(tmp_path):
+    from idsbench.lab.vfio import OUTER_KERNEL_ARGS, outer_machine_args, outer_nic_args
+
+    image = GuestImage(dir=tmp_path, kernel=tmp_path / "k", initrd=tmp_path / "i", disk=tmp_path / "d",
+                       kernel_release="6.1", suricata_version="7.0.10", key="k", build_s=0)
+    argv = qemu_argv(QemuConfig(name="ib-outer", accel="tcg", vcpus=2, memory_mib=3584, image=image,
+                                console_log=tmp_path / "c.log", ctl_socket=tmp_path / "ctl.sock",
+                                machine="q35,kernel-irqchip=split", machine_args=outer_machine_args(),
+                                extra_args=outer_nic_args(), extra_cmdline=OUTER_KERNEL_ARGS))
+    devices = [argv[i + 1] for i, a in enumerate(argv) if a == "-device"]
+    assert devices[0] == "intel-iommu,intremap=on,caching-mode=on"
+    assert "igb,bus=ibrp0,netdev=ibw0,mac=52:54:00:69:64:01" in devices and devices[-1].startswith("virtio-net-pci")
+    assert "intel_iommu=on iommu=pt" in argv[argv.index("-append") + 1]
