@@ -24,6 +24,7 @@ from pathlib import Path
 
 from idsbench import settings
 from idsbench.probe.iommu import iommu_facts, pci_device
+from idsbench.run.progress import Progress
 
 CAMPAIGN_TMP = Path("/tmp/idsbench-vfiolab/campaign")
 
@@ -97,10 +98,21 @@ def find_port(driver: str) -> tuple[str, str]:
     raise SystemExit(f"vfio lab: no network interface driven by {driver} in the outer VM")
 
 
+class PhaseLog(Progress):
+    """Progress lines with the seconds since the campaign started, every phase too (the only view into
+    the outer VM while it runs: its output.txt)."""
+
+    def __init__(self, total: int):
+        super().__init__(total, stream=sys.stdout, live=False)
+        self.t0 = time.monotonic()
+
+    def phase(self, name: str) -> None:
+        print(f"{time.monotonic() - self.t0:8.1f}s {self._current} {name}", flush=True)
+
+
 def main(argv: list[str]) -> int:
     spec_json, out = Path(argv[0]), Path(argv[1])
     from idsbench.dispatch import run_campaign
-    from idsbench.run.progress import Progress
     from idsbench.spec import spec_from_dict
 
     t0 = time.monotonic()
@@ -122,8 +134,7 @@ def main(argv: list[str]) -> int:
     ok = False
     try:
         t1 = time.monotonic()
-        result = run_campaign(spec, CAMPAIGN_TMP, progress=Progress(len(spec.setup.kinds) * spec.samples,
-                                                                     stream=sys.stdout, live=False))
+        result = run_campaign(spec, CAMPAIGN_TMP, progress=PhaseLog(len(spec.setup.kinds) * spec.samples))
         report.update(campaign_s=round(time.monotonic() - t1, 1), ran=result.ran, failed=result.failed,
                       warnings=result.warnings)
         ok = not result.failed
