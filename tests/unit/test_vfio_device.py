@@ -133,3 +133,13 @@ def test_a_virtual_iommu_comes_before_every_pci_device(tmp_path):
     assert devices[0] == "intel-iommu,intremap=on,caching-mode=on"
     assert "igb,bus=ibrp0,netdev=ibw0,mac=52:54:00:69:64:01" in devices and devices[-1].startswith("virtio-net-pci")
     assert "intel_iommu=on iommu=pt" in argv[argv.index("-append") + 1]
+
+
+def test_nic_port_state_parsing():
+    from idsbench.wire.nic import PortState, parse_port_state
+
+    line = ("3: eth1: <BROADCAST,MULTICAST,PROMISC,UP,LOWER_UP> mtu 1500 qdisc mq state UP mode DEFAULT group "
+            "default qlen 1000\\    link/ether 52:54:00:69:64:01 brd ff:ff:ff:ff:ff:ff")
+    assert parse_port_state(line) == PortState(mtu=1500, up=True, promisc=True)
+    assert parse_port_state("2: eth0: <BROADCAST,MULTICAST> mtu 9000 qdisc noop") == PortState(9000, False, False)
+    assert parse_port_state("Device \"eth9\" does not exist.") is None
