@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -110,6 +111,21 @@ class PhaseLog(Progress):
         print(f"{time.monotonic() - self.t0:8.1f}s {self._current} {name}", flush=True)
 
 
+def mirror(src: Path, dst: Path, every_s: float = 30.0) -> threading.Event:
+    """Copy the campaign (in the outer VM's tmpfs) to the shared OUT_DIR every `every_s` while it runs, so
+    the sensor VMs' consoles and the samples can be followed from the host; set the event to stop."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(every_s):
+            if src.exists():
+                shutil.copytree(src, dst, dirs_exist_ok=True, ignore_dangling_symlinks=True,
+                                ignore=shutil.ignore_patterns("*.sock", "tap"))
+
+    threading.Thread(target=loop, name="mirror", daemon=True).start()
+    return stop
+
+
 def main(argv: list[str]) -> int:
     spec_json, out = Path(argv[0]), Path(argv[1])
     from idsbench.dispatch import run_campaign
@@ -132,6 +148,7 @@ def main(argv: list[str]) -> int:
     shutil.rmtree(CAMPAIGN_TMP, ignore_errors=True)
     CAMPAIGN_TMP.parent.mkdir(parents=True, exist_ok=True)
     ok = False
+    following = mirror(CAMPAIGN_TMP, out / "campaign")
     try:
         t1 = time.monotonic()
         result = run_campaign(spec, CAMPAIGN_TMP, progress=PhaseLog(len(spec.setup.kinds) * spec.samples))
@@ -141,6 +158,7 @@ def main(argv: list[str]) -> int:
     except Exception as exc:  # reported, then the host state is still checked
         report.update(error=f"{type(exc).__name__}: {exc}")
     finally:
+        following.set()
         after = host_state(pf_bdf, prefix)
         left = leftovers(before, after)
         report.update(after=asdict(after), leftovers=left, inner_s=round(time.monotonic() - t0, 1))
