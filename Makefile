@@ -55,6 +55,6 @@ bench: setup
 	echo "== every benchmark met its targets"
 
 # The nested VFIO lab (README, "vm-vfio"): a virtio VM and a VFIO VM on an emulated SR-IOV NIC, inside an
-# outer VM under TCG. Not part of `make test`: it takes MEASURED_LAB_TIMES.
+# outer VM under TCG. Not part of `make test`: it took 90 min here (TCG inside TCG).
 vfio-lab: setup
 	@$(VENV)/bin/idsbench lab vfio examples/vfio-lab.toml --out results/vfio-lab

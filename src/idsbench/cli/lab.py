@@ -96,6 +96,8 @@ def run_vfio(args: argparse.Namespace) -> int:
         print(f"lab vfio: the campaign inside failed: {inner['error']}")
     for line in inner.get("leftovers", []):
         print(f"lab vfio: LEFT BEHIND {line}")
+    for line in run.problems:
+        print(f"lab vfio: NOT AS EXPECTED {line}")
     if g.failure:
         print(f"lab vfio: {g.failure}\n{g.console_tail}")
     print(f"results: idsbench results {run.out_dir / 'campaign'}")

@@ -82,9 +82,35 @@ class LabRun:
     inner: dict[str, Any]        # OUT/inner.json (empty when the outer VM wrote none)
     wall_s: float
 
+    problems: tuple[str, ...] = ()  # lab_problems of the campaign
+
     @property
     def ok(self) -> bool:
-        return self.guest.exit_code == 0 and not self.inner.get("leftovers") and "error" not in self.inner
+        return (self.guest.exit_code == 0 and not self.inner.get("leftovers") and "error" not in self.inner
+                and not self.problems)
+
+
+def lab_problems(campaign_dir: Path) -> list[str]:
+    """What the lab must show, per case: exact (decoded = replayers x loops x trace packets, no drops); a
+    vm-vfio VM holding >= 90% of its memory size on the host, a vm VM less."""
+    from idsbench.analysis.cases import case_table
+    from idsbench.spec import parse_size
+    from idsbench.store.reader import load_campaign
+
+    out = []
+    for row in case_table(load_campaign(campaign_dir)):
+        p, m = row.params, row.medians
+        expected = p.replayers * p.loops * (m.get("trace_pkts") or 0)
+        if row.status != "ok" or m.get("dropped_pkts") or m.get("decoded_pkts") != expected:
+            out.append(f"{p.setup}: not exact ({row.status}: decoded {m.get('decoded_pkts')} of {expected:.0f}, "
+                       f"dropped {m.get('dropped_pkts')}, unaccounted {m.get('unaccounted_pkts')})")
+        held, size = m.get("host_mem_bytes"), parse_size(p.memory) if p.memory else None
+        if size and held is not None:
+            share = held / size
+            if (p.setup == "vm-vfio") != (share >= 0.9):
+                out.append(f"{p.setup}: qemu holds {held / 2**20:.0f} MiB on the host, {share:.0%} of its "
+                           f"{size / 2**20:.0f} MiB")
+    return out
 
 
 def lab_spec(path: Path) -> tuple[dict[str, Any], Spec]:
@@ -135,4 +161,6 @@ def run_lab(spec_path: Path, out_dir: Path, *, cache_dir: Path | None = None, st
         result = run_in_guest(Supervisor(td), command, out, cache_dir=cache, options=guest_opts)
     inner_file = out / "inner.json"
     inner: dict[str, Any] = json.loads(inner_file.read_text()) if inner_file.exists() else {}
-    return LabRun(out, result, inner, round(time.monotonic() - t0, 1))
+    problems = tuple(lab_problems(out / "campaign")) if (out / "campaign" / "campaign.json").exists() else \
+        ("the outer VM left no campaign",)
+    return LabRun(out, result, inner, round(time.monotonic() - t0, 1), problems)
