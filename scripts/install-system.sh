@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages idsbench needs (Debian 12+ or Ubuntu). Idempotent: a no-op when all are present.
-# Suricata on Debian comes from <codename>-backports; the backports entry is derived from the existing
-# Debian apt source (no registry host is written here).
+# Suricata (and on Debian 12, QEMU >= 8) comes from <codename>-backports; the backports entry is derived
+# from the existing Debian apt source (no registry host is written here).
 set -euo pipefail
 
 PKGS=(suricata tcpreplay iproute2 ethtool procps util-linux python3-venv python3-pip gcc libc6-dev tcpdump time
@@ -21,6 +21,17 @@ missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# QEMU 8 or newer: the vm-vfio nested lab's outer VM needs `-device igb` (an SR-IOV NIC) and an emulated
+# IOMMU. Debian 12 ships 7.2; its backports have 10, which then runs every VM setup.
+. /etc/os-release
+qemu_backports=false
+if [ "${ID}" = "debian" ]; then
+  qv=$(dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null || true)
+  if [ -z "$qv" ] || ! dpkg --compare-versions "$qv" ge 1:8; then
+    case "${VERSION_CODENAME}" in bookworm|bullseye) qemu_backports=true ;; esac
+    if $qemu_backports && [ -n "$qv" ]; then missing+=(qemu-system-x86 qemu-utils); fi
+  fi
+fi
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-system: all system packages present"
   exit 0
@@ -31,7 +42,6 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-. /etc/os-release
 export DEBIAN_FRONTEND=noninteractive
 # tshark asks whether non-root users may capture; answer once, non-interactively.
 echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
@@ -85,8 +95,13 @@ apt-get update -qq
 if printf '%s\n' "${missing[@]}" | grep -qx suricata; then
   apt-get install -y -qq --no-install-recommends "${suricata_target[@]}" suricata
 fi
+if $qemu_backports; then
+  apt-get install -y -qq --no-install-recommends "${suricata_target[@]}" qemu-system-x86 qemu-utils
+fi
 rest=()
-for p in "${missing[@]}"; do [ "$p" = suricata ] || rest+=("$p"); done
+for p in "${missing[@]}"; do
+  case "$p" in suricata) ;; qemu-system-x86|qemu-utils) $qemu_backports || rest+=("$p") ;; *) rest+=("$p") ;; esac
+done
 if [ ${#rest[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${rest[@]}"
 fi

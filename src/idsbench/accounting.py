@@ -74,7 +74,7 @@ class Waterfall(BaseModel):
 def waterfall(w: WaterfallInput) -> Waterfall:
     """Attribute every packet of `w.sent` to a drop point; see the module docstring."""
     unprocessed = w.captured - w.decoded - w.dropped
-    if w.sender_tx is None or w.sensor_rx is None:
+    if w.sender_tx is None or w.sensor_rx is None or "wire" in w.invisible:  # "wire": a setup's own NIC
         loss_sender = loss_wire = loss_nic = 0
         invisible = tuple(dict.fromkeys((*w.invisible, "wire")))
     else:

@@ -31,6 +31,11 @@ class HostEntry(BaseModel):
     transmit_interface: str | None = None    # sender: the NIC tcpreplay sends out of
     python: str = DEFAULT_PYTHON             # the idsbench venv's python on the host
     workdir: str = DEFAULT_WORKDIR           # the agent's files (traces, samples, state)
+    # a sensor host's NIC for the vm-vfio setup (checked by `hosts check`): a PCI function to pass through,
+    # or an SR-IOV PF to make a VF of; and the guest RAM it must find in free hugepages ("2g"), if asked
+    vfio_device: str | None = Field(None, pattern=r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+    sriov_pf: str | None = None
+    hugepages: str | None = Field(None, pattern=r"^[0-9]+[kKmMgG]?$")
 
     @property
     def interface(self) -> str | None:

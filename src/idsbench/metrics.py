@@ -101,6 +101,9 @@ REGISTRY: dict[str, Metric] = {m.key: m for m in (
     _m("sensor_instr_per_pkt", "sensor instr/pkt", "instructions/packet", digits=0, better="lower"),
     _m("sensor_cycles_per_pkt", "sensor cycles/pkt", "cycles/packet", digits=0, better="lower"),
     _m("ndr_sensor_us_per_pkt", "sensor µs/pkt near NDR", "µs/packet", digits=2, better="lower"),
+    # a VM's host-side memory (issue 31): qemu's resident and its locked/pinned memory (VFIO pins all RAM)
+    _m("host_mem_bytes", "VM host memory MiB", "MiB", MIB, 1, "lower"),
+    _m("host_mem_locked_bytes", "VM host locked MiB", "MiB", MIB, 1, "lower"),
     # a sample's fixed cost: wall time beyond the replay (issue 23)
     _m("overhead_s", "overhead (s)", "s", digits=2, better="lower"),
     # searches

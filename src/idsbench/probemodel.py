@@ -163,6 +163,31 @@ class Irq(_Frozen):
     queue: bool = False  # a per-queue vector (not the device's config/misc vector)
 
 
+class PassthroughProbe(_Frozen):
+    """A NIC's PCI function as VFIO sees it (probe/iommu.py)."""
+
+    iommu_group: int | None = None
+    group_size: int | None = None
+    vfio_viable: bool | None = None      # every other member of its group unbound, on vfio-pci, or a bridge
+    sriov_totalvfs: int | None = None    # None: not SR-IOV capable
+    sriov_numvfs: int | None = None
+    physfn: str | None = None            # a VF: its PF
+
+
+class IommuProbe(_Frozen):
+    """The host's IOMMU and VFIO (probe/iommu.py)."""
+
+    groups: int = 0
+    dmar_table: bool = False
+    ivrs_table: bool = False
+    cmdline: dict[str, str] = Field(default_factory=dict)
+    vfio_pci_loaded: bool = False
+    vfio_pci_available: bool = False
+    hugepages_total: int | None = None
+    hugepages_free: int | None = None
+    hugepage_bytes: int | None = None
+
+
 class InterfaceProbe(_Frozen):
     name: str
     netns: str | None = None
@@ -184,6 +209,7 @@ class InterfaceProbe(_Frozen):
     coalesce: Coalesce | None = None
     pause: Pause | None = None
     irqs: list[Irq] = Field(default_factory=list)
+    passthrough: PassthroughProbe | None = None  # a PCI NIC's IOMMU group and SR-IOV
 
 
 class SensorProbe(_Frozen):
@@ -236,6 +262,7 @@ class HostProbe(_Frozen):
     builds: list[SensorBuild] = Field(default_factory=list)  # sensor builds in idsbench's cache
     notes: list[str] = Field(default_factory=list)  # what could not be read, and why
     noise: NoiseProbe | None = None     # a campaign's quietness probe (probe/noise.py)
+    iommu: IommuProbe | None = None     # IOMMU groups, vfio-pci, hugepages (probe/iommu.py)
 
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
 

@@ -6,6 +6,8 @@
 - IDSBENCH_PREFIX     first letters of every namespace/container/cgroup name a run creates (default ib)
 - IDSBENCH_STRICT     1: tests that cannot run (no root, a missing program or data) fail instead of
                       skipping; CI=true implies it
+- IDSBENCH_VM_IMAGE   a built VM guest image directory the vm setups boot instead of building their own
+                      (the nested lab's outer VM hands its own image to the sensor VMs inside it)
 """
 
 from __future__ import annotations
@@ -34,3 +36,8 @@ def strict() -> bool:
     """True when a test that cannot run must fail (CI, or IDSBENCH_STRICT=1)."""
     ci = os.environ.get("CI", "").lower() in ("1", "true", "yes")
     return ci or os.environ.get("IDSBENCH_STRICT", "") == "1"
+
+
+def vm_image() -> Path | None:
+    value = os.environ.get("IDSBENCH_VM_IMAGE")
+    return Path(value) if value else None

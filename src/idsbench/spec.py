@@ -279,6 +279,21 @@ class Setup(_Frozen):
     swappiness: int | None = Field(None, ge=0, le=100)  # the sensor cgroup's memory.swappiness
     vcpus: int | None = Field(None, ge=1, le=256)  # vm: guest vCPUs (default: cpus rounded up)
     accel: Literal["auto", "kvm", "tcg"] = "auto"  # vm: auto = KVM if it boots the guest, else TCG
+    # vm-vfio (setups/vfio): the PCI function the sensor VM owns — a whole NIC by its BDF, or a VF that
+    # idsbench makes of an SR-IOV PF (an interface name) and sets up: MAC, port VLAN, spoofchk off, trust on
+    vfio_device: str | None = Field(None, pattern=r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+    sriov_pf: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,14}$")
+    sriov_mac: str = Field("02:69:64:73:00:01", pattern=r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
+    sriov_vlan: int | None = Field(None, ge=1, le=4094)
+    hugepages: bool = False  # vm-vfio: guest RAM from /dev/hugepages (reserved beforehand)
+    boot_timeout_s: float = Field(240.0, gt=0)  # vm, vm-vfio: how long the guest may take to boot
+
+    @model_validator(mode="after")
+    def _vfio_device_named(self) -> Setup:
+        if "vm-vfio" in self.kinds and (self.vfio_device is None) == (self.sriov_pf is None):
+            raise ValueError("setup kind 'vm-vfio' needs exactly one of setup.vfio_device (a PCI function, e.g. "
+                             "\"0000:3b:00.1\") or setup.sriov_pf (an SR-IOV PF interface, e.g. \"ens2f0\")")
+        return self
 
     @field_validator("kinds", "cpus", "memory", mode="before")
     @classmethod
@@ -338,6 +353,10 @@ class Impairment(_Frozen):
 
 class Wire(_Frozen):
     impair: Impairment = Field(default_factory=Impairment)
+    # Two NIC ports of this host cabled together (wire/nic.py) instead of the veth pair: the replayers send
+    # out of `sender_interface`; `sensor_interface` (default: setup.sriov_pf) is the sensor side's NIC.
+    sender_interface: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,14}$")
+    sensor_interface: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,14}$")
 
 
 class Search(_Frozen):

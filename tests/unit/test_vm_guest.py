@@ -110,6 +110,8 @@ def fake_proc(root: Path, pid: int, threads: dict[int, tuple[str, int]], total: 
     (root / str(pid) / "task").mkdir(parents=True, exist_ok=True)
     (root / str(pid) / "stat").write_text(stat("qemu-system-x86", total))
     (root / str(pid) / "statm").write_text(f"1000 {rss_pages} 0 0 0 0 0")
+    (root / str(pid) / "status").write_text(f"Name:\tqemu\nVmRSS:\t{rss_pages * 4} kB\nVmLck:\t  8 kB\n"
+                                            "VmPin:\t 4 kB\nThreads:\t3\n")
     for tid, (comm, ticks) in threads.items():
         (root / str(pid) / "task" / str(tid)).mkdir(exist_ok=True)
         (root / str(pid) / "task" / str(tid) / "stat").write_text(stat(comm, ticks))
@@ -129,6 +131,7 @@ def test_qemu_source_splits_vcpu_and_vhost_time(tmp_path):
     assert row["vm_vcpu_cpu_pct"] == pytest.approx(50.0)
     assert row["vm_vhost_cpu_pct"] == pytest.approx(25.0)
     assert row["vm_qemu_threads"] == 3 and row["vm_qemu_rss_bytes"] == 10 * os.sysconf("SC_PAGE_SIZE")
+    assert row["vm_qemu_locked_bytes"] == 12 * 1024  # VmLck + VmPin: what VFIO pins (or mlock) holds
     assert set(row) == set(src.columns())
     src.stop()
 

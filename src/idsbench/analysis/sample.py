@@ -32,6 +32,8 @@ class Resources:
     host_cpus: int = 1
     sensor_rss_peak_bytes: int = 0
     rows_in_window: int = 0
+    host_mem_bytes: int | None = None         # a VM: qemu's peak resident memory (vm_qemu_rss_bytes)
+    host_mem_locked_bytes: int | None = None  # a VM: qemu's peak locked + pinned memory (vm_qemu_locked_bytes)
 
     @property
     def sensor_host_cpu_pct(self) -> float:
@@ -48,6 +50,8 @@ def resources_in_window(monitor_csv: Path, t0: float, t1: float) -> Resources:
     sums = {"sensor_cpu_pct": 0.0, "host_cpu_pct": 0.0, "sender_cpu_pct": 0.0}
     weight = 0.0
     rows = peak = 0
+    vm_rss: int | None = None
+    vm_locked: int | None = None
     host_cpus = 1
     previous: float | None = None
     try:
@@ -57,6 +61,10 @@ def resources_in_window(monitor_csv: Path, t0: float, t1: float) -> Resources:
             for row in reader:
                 t = _float(row.get("t_unix"))
                 peak = max(peak, _int(row.get("sensor_mem_peak_bytes")), _int(row.get("sensor_mem_bytes")))
+                if row.get("vm_qemu_rss_bytes"):
+                    vm_rss = max(vm_rss or 0, _int(row.get("vm_qemu_rss_bytes")))
+                if row.get("vm_qemu_locked_bytes"):
+                    vm_locked = max(vm_locked or 0, _int(row.get("vm_qemu_locked_bytes")))
                 if previous is not None and t0 + CSV_TIME_RESOLUTION_S < t <= t1 + CSV_TIME_RESOLUTION_S:
                     span = t - max(previous, t0)
                     for key in sums:
@@ -72,7 +80,7 @@ def resources_in_window(monitor_csv: Path, t0: float, t1: float) -> Resources:
 
     return Resources(sensor_cpu_pct=mean("sensor_cpu_pct"), host_cpu_pct=mean("host_cpu_pct"),
                      sender_cpu_pct=mean("sender_cpu_pct"), host_cpus=host_cpus, sensor_rss_peak_bytes=peak,
-                     rows_in_window=rows)
+                     rows_in_window=rows, host_mem_bytes=vm_rss, host_mem_locked_bytes=vm_locked)
 
 
 def stable_after(counters_csv: Path, replay_start_unix: float) -> float | None:
@@ -143,6 +151,8 @@ class SampleFigures:
     sensor_us_per_pkt: float | None = None      # the sensor's CPU µs per processed packet (its cgroup)
     sensor_instr_per_pkt: float | None = None   # instructions per packet (None without a PMU)
     sensor_cycles_per_pkt: float | None = None  # cycles per packet (None without a PMU)
+    host_mem_bytes: float | None = None         # a VM: qemu's peak resident memory on the host
+    host_mem_locked_bytes: float | None = None  # a VM: qemu's peak locked + pinned memory (VFIO pins it all)
 
     def get(self, name: str) -> float | None:
         value: float | None = getattr(self, name)
@@ -170,6 +180,8 @@ def sample_figures(sample: SampleRecord, settle_s: float, truth: GroundTruth | N
         sensor_us_per_pkt=s.cost.us_per_pkt if s.cost else None,
         sensor_instr_per_pkt=s.cost.instr_per_pkt if s.cost else None,
         sensor_cycles_per_pkt=s.cost.cycles_per_pkt if s.cost else None,
+        host_mem_bytes=None if res.host_mem_bytes is None else float(res.host_mem_bytes),
+        host_mem_locked_bytes=None if res.host_mem_locked_bytes is None else float(res.host_mem_locked_bytes),
     )
 
 

@@ -29,6 +29,9 @@ def checks() -> list[Check]:
     from idsbench.setups.registry import doctor_checks
 
     out += doctor_checks(settings.cache_dir())
+    from idsbench.setups.vfio.checks import nic_lines
+
+    out += nic_lines()  # IOMMU group and SR-IOV per PCI NIC (vm-vfio)
     return out
 
 

@@ -26,6 +26,17 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     down.set_defaults(func=run_down)
     status = sub.add_parser("status", help="the labs of this machine and their hosts")
     status.set_defaults(func=run_status)
+    vfio = sub.add_parser("vfio", help="the nested VFIO lab: run a spec's vm/vm-vfio cases inside an emulated "
+                                       "host with an IOMMU and an SR-IOV NIC (TCG: slow; see README)",
+                          description="Boots an outer VM under TCG (q35, intel-iommu, an igb SR-IOV NIC and a "
+                                      "virtio sender port on one wire) and runs SPEC's campaign inside it "
+                                      "(setup.sriov_pf and wire.sender_interface are filled in). Results in "
+                                      "OUT/campaign, labelled emulated; OUT/inner.json lists anything left behind.")
+    vfio.add_argument("spec", type=Path, help="the campaign spec (e.g. examples/vfio-lab.toml)")
+    vfio.add_argument("--out", type=Path, required=True, help="output directory")
+    vfio.add_argument("--memory", type=int, default=3584, help="outer VM memory in MiB (default 3584)")
+    vfio.add_argument("--vcpus", type=int, default=2, help="outer VM vCPUs (default 2)")
+    vfio.set_defaults(func=run_vfio)
     p.set_defaults(func=lambda _a: _usage(p))
 
 
@@ -71,6 +82,26 @@ def run_status(args: argparse.Namespace) -> int:
     if not names:
         print("no lab")
     return 0
+
+
+def run_vfio(args: argparse.Namespace) -> int:
+    from idsbench.lab.vfio import LabOptions, run_lab
+
+    run = run_lab(args.spec, args.out, options=LabOptions(vcpus=args.vcpus, memory_mib=args.memory),
+                  log=lambda line: print(f"lab vfio: {line}"))
+    g, inner = run.guest, run.inner
+    print(f"lab vfio: outer VM booted in {g.boot_s:.0f} s, command ran {g.run_s:.0f} s (exit {g.exit_code}"
+          f"{', timed out' if g.timed_out else ''}); whole lab {run.wall_s:.0f} s")
+    if "error" in inner:
+        print(f"lab vfio: the campaign inside failed: {inner['error']}")
+    for line in inner.get("leftovers", []):
+        print(f"lab vfio: LEFT BEHIND {line}")
+    for line in run.problems:
+        print(f"lab vfio: NOT AS EXPECTED {line}")
+    if g.failure:
+        print(f"lab vfio: {g.failure}\n{g.console_tail}")
+    print(f"results: idsbench results {run.out_dir / 'campaign'}")
+    return 0 if run.ok else 1
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:

@@ -15,8 +15,17 @@ from idsbench.hosts.digest import digest
 from idsbench.hosts.inventory import HostEntry
 from idsbench.hosts.protocol import HostFacts
 from idsbench.hosts.ssh import ssh_argv
+from idsbench.probe import iommu
 
 FACTS_SCRIPT = Path(__file__).with_name("facts.py")
+IOMMU_SCRIPT = Path(__file__).parent.parent / "probe" / "iommu.py"
+
+
+def facts_script() -> str:
+    """probe/iommu.py, then facts.py (its own `from __future__` line dropped: it must open a module)."""
+    facts = "\n".join(line for line in FACTS_SCRIPT.read_text().splitlines()
+                      if line.strip() != "from __future__ import annotations")
+    return IOMMU_SCRIPT.read_text() + "\n\n" + facts + "\n"
 PROVISION = "`idsbench hosts provision --inventory FILE`"
 
 
@@ -32,8 +41,9 @@ class Item:
 def remote_facts(host: HostEntry, known_hosts: Path) -> tuple[HostFacts | None, str]:
     # as the login user: the facts say themselves whether sudo works without a password
     login = host.model_copy(update={"become": "none"})
-    argv = ssh_argv(login, known_hosts, ["python3", "-", host.role, host.interface or "", host.python])
-    done = proc.run(argv, input=FACTS_SCRIPT.read_text(), timeout=90, check=False)
+    argv = ssh_argv(login, known_hosts, ["python3", "-", host.role, host.interface or "", host.python,
+                                         host.vfio_device or "", host.sriov_pf or ""])
+    done = proc.run(argv, input=facts_script(), timeout=90, check=False)
     if done.returncode != 0:
         return None, (done.stderr or done.stdout).strip()[-300:] or f"ssh exit {done.returncode}"
     try:
@@ -91,12 +101,49 @@ def _role_items(h: HostEntry, f: HostFacts, local: str) -> list[Item]:
     else:
         what = "idsbench_capture_interface" if h.role == "sensor" else "idsbench_transmit_interface"
         out.append(Item(h.name, f"interface {h.interface}", False, "does not exist", f"set {what} to a NIC of the host"))
+    if h.role == "sensor" and (h.vfio_device or h.sriov_pf or h.hugepages):
+        out += vfio_items(h, f)
     installed = f.idsbench_digest
     if installed == local:
         out.append(Item(h.name, "idsbench", True, f"build {installed} in {h.python}"))
     else:
         detail = f"build {installed} (controller {local})" if installed else f"not installed ({h.python})"
         out.append(Item(h.name, "idsbench", False, detail, f"{PROVISION} installs this build"))
+    return out
+
+
+def vfio_items(h: HostEntry, f: HostFacts) -> list[Item]:
+    """The sensor's vm-vfio NIC: IOMMU groups, vfio-pci, the group's viability, SR-IOV capacity, hugepages."""
+    v = f.vfio
+    if v is None:
+        return [Item(h.name, "vm-vfio", False, "the host reported no IOMMU facts", "run `hosts check` again")]
+    problems = iommu.iommu_problems(v.iommu)
+    out = [Item(h.name, p.what, False, p.detail, p.fix) for p in problems]
+    if not problems:
+        out.append(Item(h.name, "IOMMU", True, f"{v.iommu.groups} IOMMU groups, vfio-pci "
+                        f"{'loaded' if v.iommu.vfio_pci_loaded else 'available'}"))
+    if h.vfio_device:
+        dev = v.device or iommu.PciDevice(bdf=h.vfio_device, exists=False)
+        bad = iommu.device_problems(dev, what=f"device {h.vfio_device}")
+        out += [Item(h.name, p.what, False, p.detail, p.fix) for p in bad]
+        if not bad:
+            out.append(Item(h.name, f"device {dev.bdf}", True, f"driver {dev.driver or 'none'}, IOMMU group "
+                            f"{dev.iommu_group} viable ({len(dev.group)} function(s))"))
+    if h.sriov_pf:
+        pf = v.pf or iommu.PciDevice(bdf="?", exists=False)
+        bad = iommu.sriov_problems(pf, h.sriov_pf)
+        out += [Item(h.name, p.what, False, p.detail, p.fix) for p in bad]
+        if not bad:
+            out.append(Item(h.name, f"SR-IOV {h.sriov_pf}", True, f"{pf.bdf} ({pf.driver}): "
+                            f"{pf.sriov_numvfs} of {pf.sriov_totalvfs} VFs in use"))
+    if h.hugepages:
+        from idsbench.spec import parse_size
+
+        bad = iommu.hugepage_problems(v.iommu, parse_size(h.hugepages))
+        out += [Item(h.name, p.what, False, p.detail, p.fix) for p in bad]
+        if not bad:
+            out.append(Item(h.name, "hugepages", True, f"{v.iommu.hugepages_free} free of "
+                            f"{(v.iommu.hugepage_bytes or 0) // 1024} KiB"))
     return out
 
 

@@ -4,7 +4,10 @@ Standard library only: `idsbench hosts check` sends this file to `python3 -` on 
 idsbench is not installed yet; the agent's `hello` returns the same facts. The controller reads
 them as `hosts.protocol.HostFacts`.
 
-    python3 - ROLE IFACE VENV_PYTHON < facts.py     prints one JSON object
+    python3 - ROLE IFACE VENV_PYTHON [VFIO_DEVICE [SRIOV_PF]] < facts.py     prints one JSON object
+
+With a vm-vfio NIC named, also the IOMMU facts of probe/iommu.py, which `hosts check` sends ahead of
+this file (so its functions are this script's own globals there).
 """
 
 from __future__ import annotations
@@ -14,7 +17,13 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import asdict
 from pathlib import Path
+
+try:  # installed (the agent's hello)
+    from idsbench.probe import iommu as _iommu
+except ImportError:  # `hosts check`: probe/iommu.py's source runs ahead of this file in the same script
+    _iommu = sys.modules[__name__]
 
 SEARCH = os.pathsep.join([os.environ.get("PATH", "/usr/bin:/bin"), "/usr/local/sbin", "/usr/sbin", "/sbin"])
 
@@ -81,7 +90,19 @@ def venv_digest(python: str) -> str | None:
     return done.stdout.strip() or None if done.returncode == 0 else None
 
 
-def collect_facts(role: str, iface: str | None, venv_python: str | None = None) -> dict[str, object]:
+def vfio_facts(vfio_device: str | None, sriov_pf: str | None) -> dict[str, object]:
+    out: dict[str, object] = {"iommu": asdict(_iommu.iommu_facts())}
+    if vfio_device:
+        out["device"] = asdict(_iommu.pci_device(vfio_device))
+    if sriov_pf:
+        bdf = _iommu.interface_bdf(sriov_pf)
+        out["pf_interface"] = sriov_pf
+        out["pf"] = asdict(_iommu.pci_device(bdf)) if bdf else None
+    return out
+
+
+def collect_facts(role: str, iface: str | None, venv_python: str | None = None, vfio_device: str | None = None,
+                  sriov_pf: str | None = None) -> dict[str, object]:
     facts: dict[str, object] = {
         "role": role, "uid": os.geteuid(), "sudo_without_password": sudo_ok(), "cpus": os.cpu_count(),
         "python3": sys.version.split()[0],
@@ -93,6 +114,8 @@ def collect_facts(role: str, iface: str | None, venv_python: str | None = None) 
     if venv_python is not None:
         facts["venv_python"] = venv_python if Path(venv_python).exists() else None
         facts["idsbench_digest"] = venv_digest(venv_python)
+    if vfio_device or sriov_pf:
+        facts["vfio"] = vfio_facts(vfio_device, sriov_pf)
     return facts
 
 
@@ -101,4 +124,5 @@ def host_facts(role: str, iface: str | None) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(collect_facts(sys.argv[1], sys.argv[2] or None, sys.argv[3] if len(sys.argv) > 3 else None)))
+    args = sys.argv[1:] + [""] * 5
+    print(json.dumps(collect_facts(args[0], args[1] or None, args[2] or None, args[3] or None, args[4] or None)))

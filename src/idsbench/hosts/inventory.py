@@ -7,7 +7,8 @@ nearer groups override `all`):
     ansible_host, ansible_port, ansible_user, ansible_ssh_private_key_file,
     ansible_become (bool), ansible_become_method (sudo),
     idsbench_pair (pairs a sender with a sensor), idsbench_capture_interface (sensor),
-    idsbench_transmit_interface (sender), idsbench_python, idsbench_workdir,
+    idsbench_transmit_interface (sender), idsbench_python, idsbench_workdir, idsbench_vfio_device or
+    idsbench_sriov_pf and idsbench_hugepages (a sensor's NIC for vm-vfio, checked by `hosts check`),
     idsbench_known_hosts (all: the known_hosts file host keys are checked against)
 
 Roles are the groups `sender`, `sensor` and `collector`.
@@ -93,6 +94,7 @@ _VAR_FIELDS = {
     "ansible_ssh_private_key_file": "key", "idsbench_pair": "pair",
     "idsbench_capture_interface": "capture_interface", "idsbench_transmit_interface": "transmit_interface",
     "idsbench_python": "python", "idsbench_workdir": "workdir",
+    "idsbench_vfio_device": "vfio_device", "idsbench_sriov_pf": "sriov_pf", "idsbench_hugepages": "hugepages",
 }
 
 

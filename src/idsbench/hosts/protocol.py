@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from idsbench import errors
 from idsbench.errors import IdsbenchError
 from idsbench.monitor.netdev import IfCounters
+from idsbench.probe.iommu import IommuFacts, PciDevice
 from idsbench.probemodel import HostProbe
 from idsbench.run.verdict import ReplayerFacts
 from idsbench.spec import Spec, spec_from_dict
@@ -187,6 +188,17 @@ class InterfaceFacts(BaseModel):
     carrier: bool | None = None
 
 
+class VfioFacts(BaseModel):
+    """The IOMMU side of a sensor host and its vm-vfio NIC (`probe.iommu`, gathered by hosts/facts.py)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    iommu: IommuFacts
+    device: PciDevice | None = None      # the function named by idsbench_vfio_device …
+    pf: PciDevice | None = None          # … or the PF behind idsbench_sriov_pf
+    pf_interface: str | None = None
+
+
 class HostFacts(BaseModel):
     """What a host has for its role (`hosts.facts`: sent to `python3 -` by `hosts check`, part of the
     agent's hello). Lenient: a host of another build still says who it is."""
@@ -205,6 +217,7 @@ class HostFacts(BaseModel):
     interface: InterfaceFacts = Field(default_factory=InterfaceFacts)
     venv_python: str | None = None       # `hosts check` only
     idsbench_digest: str | None = None   # `hosts check` only
+    vfio: VfioFacts | None = None        # `hosts check` of a sensor naming a vm-vfio NIC
 
 
 class Hello(HostFacts):

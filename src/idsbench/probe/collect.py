@@ -7,14 +7,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from idsbench.native.tsc import measure_tsc
-from idsbench.probe import host
+from idsbench.probe import host, iommu
 from idsbench.probe.builds import cached_builds
 from idsbench.probe.hypervisor import detect
 from idsbench.probe.netif import probe_in_netns, probe_interface
 from idsbench.probe.sensor import probe_suricata
 from idsbench.probe.sysfs import read_text
 from idsbench.probe.timers import measure
-from idsbench.probemodel import SCHEMA, HostProbe, InterfaceProbe, TimerCosts, TscRate
+from idsbench.probemodel import SCHEMA, HostProbe, InterfaceProbe, IommuProbe, TimerCosts, TscRate
 
 
 def collect(interfaces: Sequence[str] = (), netns: str | None = None, sensor: bool = True, *,
@@ -65,7 +65,16 @@ def collect(interfaces: Sequence[str] = (), netns: str | None = None, sensor: bo
         sensor=sensor_probe,
         builds=builds,
         notes=notes,
+        iommu=iommu_probe(root),
     )
+
+
+def iommu_probe(root: Path = Path("/")) -> IommuProbe:
+    f = iommu.iommu_facts(root)
+    return IommuProbe(groups=f.groups, dmar_table=f.dmar_table, ivrs_table=f.ivrs_table, cmdline=f.cmdline,
+                      vfio_pci_loaded=f.vfio_pci_loaded, vfio_pci_available=f.vfio_pci_available,
+                      hugepages_total=f.hugepages_total, hugepages_free=f.hugepages_free,
+                      hugepage_bytes=f.hugepage_bytes)
 
 
 def _interfaces(names: Sequence[str], netns: str | None, root: Path) -> list[InterfaceProbe]:

@@ -18,9 +18,10 @@ from pydantic import TypeAdapter
 from idsbench import proc
 from idsbench.errors import EnvironmentMissing, InputError
 from idsbench.probe import ethtool_text as et
+from idsbench.probe import iommu
 from idsbench.probe.interrupts import device_irqs
 from idsbench.probe.sysfs import read_int, read_text
-from idsbench.probemodel import InterfaceProbe
+from idsbench.probemodel import InterfaceProbe, PassthroughProbe
 
 ETHTOOL_TIMEOUT_S = 20.0
 FLOW_TYPES = ("tcp4", "udp4")
@@ -99,7 +100,20 @@ def probe_interface(name: str, *, root: Path = Path("/"), ethtool: EthtoolRunner
         coalesce=et.parse_coalesce(ethtool(["-c", name]) or ""),
         pause=et.parse_pause(ethtool(["-a", name]) or ""),
         irqs=device_irqs(root, name, driver.bus_info, device_dir if has_device else None),
+        passthrough=passthrough(driver.bus_info, root),
     )
+
+
+def passthrough(bus_info: str | None, root: Path = Path("/")) -> PassthroughProbe | None:
+    """The IOMMU group and SR-IOV state of a PCI NIC (None: not a PCI function)."""
+    if not bus_info or not iommu.BDF_RE.match(bus_info):
+        return None
+    dev = iommu.pci_device(bus_info, root)
+    if not dev.exists:
+        return None
+    return PassthroughProbe(iommu_group=dev.iommu_group, group_size=len(dev.group) or None,
+                            vfio_viable=None if dev.iommu_group is None else not dev.blockers(),
+                            sriov_totalvfs=dev.sriov_totalvfs, sriov_numvfs=dev.sriov_numvfs, physfn=dev.physfn)
 
 
 _LIST = TypeAdapter(list[InterfaceProbe])

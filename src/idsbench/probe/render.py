@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from idsbench.probe.sysfs import format_cpulist
 from idsbench.probe.warnings import TICK_TRAP_NS, warnings
-from idsbench.probemodel import HostProbe, InterfaceProbe, SensorBuild
+from idsbench.probemodel import HostProbe, InterfaceProbe, IommuProbe, PassthroughProbe, SensorBuild
 
 # Offloads worth a glance on a capture interface (ethtool -k long names -> short).
 SHOWN_OFFLOADS = (
@@ -56,10 +56,34 @@ def _interface_lines(i: InterfaceProbe) -> list[str]:
         lines.append(f"    coalesce: adaptive-rx {_opt(i.coalesce.adaptive_rx)}, rx-usecs {_opt(i.coalesce.rx_usecs)}")
     if i.pause:
         lines.append(f"    pause: rx {_opt(i.pause.rx)}, tx {_opt(i.pause.tx)}")
+    if i.passthrough:
+        lines.append("    " + passthrough_text(i.passthrough))
     for irq in i.irqs:
         affinity = "?" if irq.affinity is None else format_cpulist(irq.affinity)
         lines.append(f"    IRQ {irq.number} {irq.name}: CPUs {affinity}")
     return lines
+
+
+def iommu_text(m: IommuProbe) -> str:
+    """The host's IOMMU and VFIO in one line (probe, doctor)."""
+    if m.groups:
+        head = f"on, {m.groups} groups"
+    else:
+        firmware = "DMAR" if m.dmar_table else "IVRS" if m.ivrs_table else None
+        head = f"off ({'firmware has it (' + firmware + '), the kernel does not use it' if firmware else 'none'})"
+    params = " ".join(f"{k}={v}" for k, v in m.cmdline.items())
+    vfio = "loaded" if m.vfio_pci_loaded else "available" if m.vfio_pci_available else "missing"
+    huge = f"{_opt(m.hugepages_free)}/{_opt(m.hugepages_total)} free of {(m.hugepage_bytes or 0) // 1024} KiB"
+    return f"{head}{', ' + params if params else ''}; vfio-pci {vfio}; hugepages {huge}"
+
+
+def passthrough_text(t: PassthroughProbe) -> str:
+    """A NIC's IOMMU group and SR-IOV in one line."""
+    group = "no IOMMU group" if t.iommu_group is None else (
+        f"IOMMU group {t.iommu_group} ({t.group_size} function(s), "
+        f"{'viable for VFIO' if t.vfio_viable else 'NOT viable: another member has a driver'})")
+    sriov = "no SR-IOV" if t.sriov_totalvfs is None else f"SR-IOV {t.sriov_numvfs}/{t.sriov_totalvfs} VFs"
+    return f"passthrough: {group}, {sriov}" + (f", a VF of {t.physfn}" if t.physfn else "")
 
 
 def facts(p: HostProbe) -> list[tuple[str, str]]:
@@ -84,6 +108,8 @@ def facts(p: HostProbe) -> list[tuple[str, str]]:
     rows.append(("THP", f"enabled {_opt(p.thp.enabled)}, defrag {_opt(p.thp.defrag)}"))
     rows.append(("cgroups", f"v{_opt(p.cgroup_version)}: {' '.join(p.cgroup_controllers) or '-'}"))
     rows.append(("irqbalance", "running" if p.irqbalance else "not running"))
+    if p.iommu is not None:
+        rows.append(("IOMMU", iommu_text(p.iommu)))
     t = p.timers
     timers = (f"cpuid;rdtsc;cpuid {_ns(t.cpuid_rdtsc_ns)}, rdtsc {_ns(t.rdtsc_ns)}, rdtscp {_ns(t.rdtscp_ns)}, "
               f"clock_gettime {_ns(t.clock_gettime_ns)} (per call, median)")

@@ -18,6 +18,7 @@ from idsbench.run.hostprobe import quietness, record_probe
 from idsbench.run.truth import ground_truths
 from idsbench.sensors import registry, rulesets
 from idsbench.sensors.base import SensorEngine, SensorOptions
+from idsbench.setups.registry import preflight as setup_preflight
 from idsbench.spec import DEFAULT_RULESET, Spec
 from idsbench.store import atomic
 from idsbench.store.campaigndoc import (
@@ -96,6 +97,7 @@ def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path
     quietness is probed first (`require_quiet`: a noisy host is refused before anything starts)."""
     cases = plan(spec)
     check_host()
+    setup_preflight(spec)  # e.g. vm-vfio: IOMMU, vfio-pci, SR-IOV, a NIC wire
     sensor_cpus = place_cpus(sorted(os.sched_getaffinity(0)), spec.setup.cpuset).sensor
     noise, noise_warnings = quietness(spec.search.precision, list(sensor_cpus), require_quiet=require_quiet)
     layout = CampaignDir(out_dir.resolve())  # absolute: containers and VMs mount sample directories

@@ -114,7 +114,7 @@ class SampleRun:
         if not cfg.perf:
             return None
         opts = ProfileOptions(record=self.index < cfg.record_samples, frequency_hz=cfg.frequency_hz, top=cfg.top)
-        view = "qemu" if self.case.setup == "vm" else "sensor"  # a guest's sensor is inside qemu
+        view = "qemu" if self.case.setup in ("vm", "vm-vfio") else "sensor"  # a guest's sensor is inside qemu
         host = session.setup.host_side() if isinstance(session.setup, HostSide) else None
         cgroup = host is not None and host.sensor_cgroup
         monitor = session.monitor

@@ -41,6 +41,7 @@ from idsbench.store.layout import MONITOR_FILE
 from idsbench.store.schema import Placement, WireRecord
 from idsbench.teardown import TeardownStack
 from idsbench.wire.netns import NamespaceWire, WireEnds, impair, mtu_for
+from idsbench.wire.nic import NicWire
 
 Phase = Callable[[str], None]
 FIRST_STATS_TIMEOUT_S = 15.0
@@ -206,10 +207,12 @@ class SensorSession:
             memory_bytes=case.memory_bytes, cpu_affinity=rf.cpus.sensor_affinity, read_only_paths=rf.read_only_paths,
             cache_dir=ctx.cache_dir, runtime=ctx.spec.setup.runtime, swappiness=ctx.spec.setup.swappiness,
             name_prefix=ctx.name_prefix, vcpus=ctx.spec.setup.vcpus, accel=ctx.spec.setup.accel,
+            vfio_device=ctx.spec.setup.vfio_device, sriov_pf=ctx.spec.setup.sriov_pf,
+            sriov_mac=ctx.spec.setup.sriov_mac, sriov_vlan=ctx.spec.setup.sriov_vlan,
+            hugepages=ctx.spec.setup.hugepages, boot_timeout_s=ctx.spec.setup.boot_timeout_s,
         ))
         self.phase("wire")
-        wire = self.wire = deps.make_wire(self.sup, ctx.name_prefix, mtu_for(self.trace.max_frame),
-                                          setup.pre_wire()).up()
+        wire = self.wire = self._make_wire(setup).up()
         imp = ctx.spec.wire.impair
         if imp.active:
             deps.impair(wire.sender_ns, wire.sender_if, loss=imp.loss, delay_ms=imp.delay_ms,
@@ -248,6 +251,14 @@ class SensorSession:
             return False
         return True
 
+    def _make_wire(self, setup: Setup) -> Wire:
+        """The veth pair, or two NIC ports of this host when [wire] names a sender port (wire/nic.py)."""
+        spec, mtu = self.ctx.spec, mtu_for(self.trace.max_frame)
+        if spec.wire.sender_interface is None:
+            return self.deps.make_wire(self.sup, self.ctx.name_prefix, mtu, setup.pre_wire())
+        return NicWire(self.sup, spec.wire.sender_interface, spec.wire.sensor_interface or spec.setup.sriov_pf,
+                       prefix=self.ctx.name_prefix, mtu=mtu, sensor_ns=setup.pre_wire())
+
     def memory_events(self, watch: cgroups.StarvationWatch | None = None) -> cgroups.MemoryEvents | None:
         """The sensor group's memory state now (else the watch's last reading); None when unknown."""
         try:
@@ -265,7 +276,7 @@ class SensorSession:
         assert self.wire is not None and self.sender is not None, "open() first"
         return replay_plan(case, self.trace, pcaps, self.wire, self.sender_cpus, out_dir,
                            self.ctx.spec.timing.replay_timeout_s, self.sender.procs_files,
-                           impaired=self.ctx.spec.wire.impair.active)
+                           impaired=self.ctx.spec.wire.impair.active or bool(getattr(self.setup, "sender_qdisc", False)))
 
     def trial(self, plan: ReplayPlan, *, settle_s: float | None = None, measure_cpu: bool = False,
               stop_after: bool = False, timeline: Timeline | None = None) -> TrialOutcome:

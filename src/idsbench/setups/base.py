@@ -51,6 +51,12 @@ class SetupRequest:
     swappiness: int | None = None  # memory.swappiness of the sensor's cgroup (containers)
     vcpus: int | None = None      # vm: guest vCPUs (None: the case's cpus rounded up)
     accel: str = "auto"           # vm: "auto" | "kvm" | "tcg"
+    vfio_device: str | None = None  # vm-vfio: the PCI function to pass through (BDF) …
+    sriov_pf: str | None = None     # … or the SR-IOV PF (interface) to make a VF of
+    sriov_mac: str = "02:69:64:73:00:01"  # vm-vfio: the VF's MAC (what the wire addresses)
+    sriov_vlan: int | None = None   # vm-vfio: the VF's port VLAN
+    hugepages: bool = False         # vm-vfio: guest RAM from /dev/hugepages
+    boot_timeout_s: float = 240.0   # vm, vm-vfio: how long the guest may take to boot
 
 
 class Launched(Protocol):

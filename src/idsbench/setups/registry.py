@@ -17,6 +17,7 @@ from idsbench.errors import SpecError
 
 if TYPE_CHECKING:
     from idsbench.setups.base import Setup, SetupRequest
+    from idsbench.spec import Spec
 
 DoctorLine = tuple[str, bool, str]
 
@@ -28,6 +29,7 @@ class SetupKind:
     color: str                 # report colour (same in every figure and report)
     factory: str               # "module:Class" of the setup
     doctor: str | None = None  # "module:function(cache_dir) -> (ok, detail)"
+    preflight: str | None = None  # "module:function(spec)": raises before any sample when the host cannot run it
 
     def load(self) -> Callable[[SetupRequest], Setup]:
         module, _, attr = self.factory.partition(":")
@@ -44,6 +46,9 @@ KINDS: dict[str, SetupKind] = {k.name: k for k in (
               "idsbench.setups.container.setup:ContainerVtap", "idsbench.setups.container.runtime:doctor_vtap"),
     SetupKind("vm", "a QEMU guest fed by a macvtap (KVM, else TCG: labelled emulated)", "#d62728",
               "idsbench.setups.vm.setup:Vm", "idsbench.setups.vm.qemu:doctor_check"),
+    SetupKind("vm-vfio", "a QEMU guest owning a PCI function through VFIO: a whole NIC or an SR-IOV VF",
+              "#9467bd", "idsbench.setups.vfio.setup:VmVfio", "idsbench.setups.vfio.checks:doctor_check",
+              "idsbench.setups.vfio.checks:require_passthrough"),
 )}
 
 
@@ -71,3 +76,13 @@ def doctor_checks(cache_dir: Path) -> list[DoctorLine]:
         check: Callable[[Path], tuple[bool, str]] = getattr(importlib.import_module(module), attr)
         out.append((f"setup {kind.name}", *check(cache_dir)))
     return out
+
+
+def preflight(spec: Spec) -> None:
+    """Each setup kind of the spec checks what it needs of this host (a clear error before any sample)."""
+    for name in dict.fromkeys(spec.setup.kinds):
+        kind = KINDS.get(name)
+        if kind is not None and kind.preflight is not None:
+            module, _, attr = kind.preflight.partition(":")
+            check: Callable[[Spec], None] = getattr(importlib.import_module(module), attr)
+            check(spec)

@@ -474,7 +474,9 @@ CASE_METRICS = ("trace_pkts", "sent_pkts", "captured_pkts", "dropped_pkts", "dec
                 # the sample's wall time beyond its replay (SampleSummary.overhead_s)
                 "overhead_s",
                 # what a packet cost the sensor (its cgroup's CPU time; PMU counts where visible)
-                "sensor_us_per_pkt", "sensor_instr_per_pkt", "sensor_cycles_per_pkt")
+                "sensor_us_per_pkt", "sensor_instr_per_pkt", "sensor_cycles_per_pkt",
+                # a VM's host-side memory: qemu's peak VmRSS, and VmLck + VmPin (setups vm, vm-vfio)
+                "host_mem_bytes", "host_mem_locked_bytes")
 
 
 class CaseResult(Record):

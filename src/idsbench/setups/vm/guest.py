@@ -206,10 +206,11 @@ class GuestWatch:
 
     def boot(self, port: ControlPort, boot_timeout_s: float) -> None:
         """The start of the protocol: the guest boots, is sent the host's clock and sets it."""
-        port.connect(30.0, alive=lambda: self.qemu.poll() is None)
+        # qemu makes the socket while it starts (seconds, or minutes when it is emulated itself)
+        port.connect(max(30.0, boot_timeout_s / 4), alive=lambda: self.qemu.poll() is None)
         self.require(lambda st: st.booted, boot_timeout_s, "boot")
         port.send(f"clock {time.time():.6f}")
-        self.require(lambda st: st.clock_set, 30.0, "set its clock")
+        self.require(lambda st: st.clock_set, max(30.0, boot_timeout_s / 4), "set its clock")
 
     def tail(self, path: Path) -> str:
         try:

@@ -71,6 +71,10 @@ class GuestRunOptions:
     read_only: tuple[Path, ...] = ()     # more host paths the command needs (same path inside)
     boot_timeout_s: float = 300.0
     timeout_s: float = 900.0             # for the command, from `run` to its exit
+    machine: str = "pc"
+    machine_args: tuple[str, ...] = ()   # qemu arguments before any PCI device (lab/vfio: a virtual IOMMU)
+    qemu_args: tuple[str, ...] = ()      # more qemu arguments (lab/vfio: an SR-IOV NIC and the sender's)
+    kernel_args: tuple[str, ...] = ()    # more kernel parameters (lab/vfio: intel_iommu=on iommu=pt)
 
 
 @dataclass(frozen=True)
@@ -140,7 +144,9 @@ def run_in_guest(sup: Supervisor, command: GuestCommand, out_dir: Path, *, cache
     cfg = QemuConfig(name=opts.name, accel=accel.accel, vcpus=opts.vcpus, memory_mib=opts.memory_mib,
                      image=image, console_log=console, ctl_socket=rundir / "ctl.sock",
                      shares=(Share(CTL_TAG, rundir, readonly=False), *shares),
-                     extra_cmdline=CGROUP_V2_CMDLINE if opts.cgroup_v2 else (), tcg_threads=opts.tcg_threads)
+                     extra_cmdline=(*(CGROUP_V2_CMDLINE if opts.cgroup_v2 else ()), *opts.kernel_args),
+                     tcg_threads=opts.tcg_threads, machine=opts.machine, machine_args=opts.machine_args,
+                     extra_args=opts.qemu_args)
     t0 = time.monotonic()
     qemu = sup.start(qemu_argv(cfg), name=f"qemu-{opts.name}", stdout=qemu_log)
     vm = guest.GuestWatch(rundir, qemu, console=console, qemu_log=qemu_log, error=EnvironmentMissing,

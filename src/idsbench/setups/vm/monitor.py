@@ -1,6 +1,7 @@
 """Monitor sources for the VM's host-side cost and the guest's own view.
 
-`QemuSource`: qemu's CPU (whole process, its vCPU threads, vhost workers) and RSS, by known PIDs:
+`QemuSource`: qemu's CPU (whole process, its vCPU threads, vhost workers), RSS and locked memory
+(VmLck + VmPin of /proc/PID/status: what VFIO pins, or an mlock), by known PIDs:
 the qemu PID's task list (one small directory) plus vhost kernel threads found once at boot.
 `GuestCsvSource`: the newest row of guest.csv (written by the guest init) copied into monitor.csv.
 """
@@ -17,7 +18,7 @@ from idsbench.monitor.base import ProcFile, Value
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 QEMU_COLUMNS = ["vm_qemu_cpu_pct", "vm_vcpu_cpu_pct", "vm_vhost_cpu_pct", "vm_qemu_rss_bytes",
-                "vm_qemu_threads"]
+                "vm_qemu_threads", "vm_qemu_locked_bytes"]
 GUEST_COLUMNS = ["guest_cpu_pct", "guest_softirq_pct", "guest_mem_used_bytes", "guest_sensor_rss_bytes",
                  "guest_oom_kills"]
 
@@ -27,6 +28,19 @@ def stat_fields(text: str) -> tuple[str, int]:
     comm = text[text.index("(") + 1 : text.rindex(")")]
     rest = text[text.rindex(")") + 2 :].split()
     return comm, int(rest[11]) + int(rest[12])
+
+
+def locked_bytes(status: str) -> int | None:
+    """VmLck + VmPin of a /proc/PID/status text, in bytes (None when neither is there)."""
+    total, seen = 0, False
+    for line in status.splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("VmLck", "VmPin"):
+            words = rest.split()
+            if words and words[0].isdigit():
+                total += int(words[0]) * 1024
+                seen = True
+    return total if seen else None
 
 
 def find_vhost_threads(qemu_pid: int, proc: Path = Path("/proc")) -> list[int]:
@@ -53,6 +67,7 @@ class QemuSource:
         self._clock = clock
         self._stat = ProcFile(proc / str(qemu_pid) / "stat")
         self._statm = ProcFile(proc / str(qemu_pid) / "statm")
+        self._status = ProcFile(proc / str(qemu_pid) / "status")
         self._tasks: dict[int, ProcFile] = {}
         self._vhost = {pid: ProcFile(proc / str(pid) / "stat") for pid in self.vhost_pids}
         self._prev: tuple[float, int, int, int] | None = None
@@ -103,6 +118,12 @@ class QemuSource:
             out["vm_qemu_rss_bytes"] = int(self._statm.read().split()[1]) * PAGE
         except (OSError, ValueError, IndexError):
             pass
+        try:
+            locked = locked_bytes(self._status.read())
+        except OSError:
+            locked = None
+        if locked is not None:
+            out["vm_qemu_locked_bytes"] = locked
         if self._prev is not None and t > self._prev[0]:
             scale = 100.0 / (CLK_TCK * (t - self._prev[0]))
             out["vm_qemu_cpu_pct"] = (total - self._prev[1]) * scale
@@ -112,7 +133,7 @@ class QemuSource:
         return out
 
     def stop(self) -> None:
-        for f in [self._stat, self._statm, *self._tasks.values(), *self._vhost.values()]:
+        for f in [self._stat, self._statm, self._status, *self._tasks.values(), *self._vhost.values()]:
             f.close()
 
 

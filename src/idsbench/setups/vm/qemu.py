@@ -61,6 +61,11 @@ class QemuConfig:
     # TCG: one host thread per vCPU ("multi"), or all vCPUs on one ("single"; slower, but a guest
     # kernel patching its own text while another vCPU runs it cannot hit a stale int3 there).
     tcg_threads: Literal["multi", "single"] = "multi"
+    vfio_host: str | None = None          # capture NIC: a PCI function bound to vfio-pci (setups/vfio)
+    machine: str = "pc"                   # q35 for a passed-through PCIe function
+    mem_path: Path | None = None          # guest RAM from a hugetlbfs mount, preallocated
+    machine_args: tuple[str, ...] = ()    # right after -machine, before any PCI device (a virtual IOMMU)
+    extra_args: tuple[str, ...] = ()      # more qemu arguments (lab/vfio: the outer VM's NICs)
 
 
 def kernel_cmdline(cfg: QemuConfig) -> str:
@@ -69,7 +74,7 @@ def kernel_cmdline(cfg: QemuConfig) -> str:
         "net.ifnames=0",      # the capture NIC is eth0
         "mitigations=off", "tsc=reliable", "no_timer_check",
     ]
-    if cfg.tap_fd is not None:
+    if cfg.tap_fd is not None or cfg.vfio_host is not None:
         # No router solicitations or DAD on the capture NIC. A guest without one keeps IPv6: the
         # runner inside it (setups/vm/guestrun.py) quiets its own namespaces through net.ipv6.
         args.append("ipv6.disable=1")
@@ -87,12 +92,13 @@ def qemu_argv(cfg: QemuConfig) -> list[str]:
         if path is not None:
             _check_qemu_opt(str(path), "path")
     argv = [QEMU, "-name", f"{cfg.name},debug-threads=on", "-nodefaults", "-no-user-config", "-display", "none",
-            "-no-reboot", "-machine", "pc"]
+            "-no-reboot", "-machine", cfg.machine, *cfg.machine_args]
     if cfg.accel == "kvm":
         argv += ["-accel", "kvm", "-cpu", "host"]
     else:
         argv += ["-accel", f"tcg,thread={cfg.tcg_threads},tb-size={TCG_TB_MIB}", "-cpu", "max"]
     argv += ["-smp", str(cfg.vcpus), "-m", f"{cfg.memory_mib}M",
+             *(["-mem-path", str(cfg.mem_path), "-mem-prealloc"] if cfg.mem_path is not None else []),
              "-kernel", str(img.kernel), "-initrd", str(img.initrd), "-append", kernel_cmdline(cfg),
              "-drive", f"file={img.disk},if=virtio,format=raw,snapshot=on,cache=unsafe",
              "-chardev", f"file,id=con,path={cfg.console_log}", "-serial", "chardev:con"]
@@ -108,7 +114,10 @@ def qemu_argv(cfg: QemuConfig) -> list[str]:
     if cfg.tap_fd is not None:
         argv += ["-netdev", f"tap,id=cap,fd={cfg.tap_fd},vhost={'on' if cfg.vhost else 'off'}",
                  "-device", f"virtio-net-pci,netdev=cap,mac={cfg.mac},host_mtu={cfg.mtu}"]
-    return argv
+    if cfg.vfio_host is not None:
+        _check_qemu_opt(cfg.vfio_host, "PCI function")
+        argv += ["-device", f"vfio-pci,host={cfg.vfio_host}"]
+    return argv + list(cfg.extra_args)
 
 
 def _check_qemu_opt(value: str, what: str) -> None:

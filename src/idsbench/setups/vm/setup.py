@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from idsbench import settings
 from idsbench.errors import EnvironmentMissing, SensorFailed
 from idsbench.infra import cgroups
 from idsbench.infra.cgroups import CgroupResource
@@ -34,7 +35,7 @@ from idsbench.proc import Child
 from idsbench.profile.hostside import HostSideTarget
 from idsbench.setups.base import SetupRequest
 from idsbench.setups.vm import guest
-from idsbench.setups.vm.image import GuestImage, ensure_image
+from idsbench.setups.vm.image import GuestImage, ensure_image, load_image
 from idsbench.setups.vm.monitor import GuestCsvSource, QemuSource, find_vhost_threads
 from idsbench.setups.vm.qemu import (
     CTL_TAG,
@@ -56,11 +57,37 @@ RUNDIR_PREFIX = "idsbench-vm-"
 
 
 @dataclass(frozen=True)
+class CaptureNic:
+    """How the capture NIC reaches the guest: a macvtap's fd behind virtio-net, or a PCI function
+    through vfio-pci (setups/vfio)."""
+
+    tap_fd: int | None = None
+    mac: str | None = None
+    open_fds: tuple[tuple[int, Path], ...] = ()  # descriptors qemu inherits (fd number, path)
+    vfio_host: str | None = None                 # a PCI function bound to vfio-pci
+    machine: str = "pc"
+    mem_path: Path | None = None                 # guest RAM from this hugetlbfs
+
+
+@dataclass(frozen=True)
 class VmOptions:
     vcpus: int | None = None      # default: the case's cpus rounded up (all sensor CPUs if unlimited)
     accel: str = "auto"           # auto | kvm | tcg
     boot_timeout_s: float = 240.0
     rootfs: Path | None = None    # a prepared Debian rootfs (default: infra.rootfs.ensure_rootfs)
+
+
+def pinned_image() -> GuestImage | None:
+    """The image IDSBENCH_VM_IMAGE names (the nested lab's outer VM lends its own), else None."""
+    path = settings.vm_image()
+    if path is None:
+        return None
+    image = load_image(path)
+    if image is None:
+        raise EnvironmentMissing(f"IDSBENCH_VM_IMAGE={path} is not a complete VM guest image.",
+                                 fix="unset it to build one, or name a directory with image.json, vmlinuz, "
+                                     "initrd.img and root.img.")
+    return image
 
 
 def vcpus_for(options: VmOptions, request: SetupRequest) -> int:
@@ -103,7 +130,8 @@ class Vm:
 
     def __init__(self, request: SetupRequest, options: VmOptions | None = None):
         self.req = request
-        self.opts = options or VmOptions(vcpus=request.vcpus, accel=request.accel)
+        self.opts = options or VmOptions(vcpus=request.vcpus, accel=request.accel,
+                                         boot_timeout_s=request.boot_timeout_s)
         self.labels: tuple[str, ...] = ()
         self.rundir: Path | None = None
         self.cgroup: cgroups.Cgroup | None = None
@@ -115,7 +143,7 @@ class Vm:
         self.image: GuestImage | None = None
         self.accel: AccelChoice | None = None
         self.vhost_pids: list[int] = []
-        self.tap_node: Path | None = None
+        self.nic: CaptureNic | None = None
         self.info: dict[str, object] = {}
 
     # --- paths -----------------------------------------------------------------------------
@@ -136,7 +164,8 @@ class Vm:
         sup = self.req.sup
         self.rundir = Path(tempfile.mkdtemp(prefix=f"{RUNDIR_PREFIX}{self.req.name}-"))
         sup.teardown.push(VmRundirResource(str(self.rundir)))
-        self.image = ensure_image(self.req.cache_dir, self.opts.rootfs, self.req.engine.image_packages())
+        self.image = pinned_image() or ensure_image(self.req.cache_dir, self.opts.rootfs,
+                                                    self.req.engine.image_packages())
         self._check_suricata(self.image)
         self.accel = choose_accel(sup, self.opts.accel, self.image, self.req.cache_dir, self.rundir)
         self.labels = ("emulated",) if self.accel.accel == "tcg" else ()
@@ -144,7 +173,7 @@ class Vm:
         limit = memory + HOST_OVERHEAD_BYTES[self.accel.accel] if self.req.memory_bytes else None
         self.cgroup = cgroups.create(self.req.name, cpus=self.req.cpus, memory_bytes=limit)
         sup.teardown.push(CgroupResource.of(self.cgroup))
-        tap, mac = self._macvtap(wire)
+        nic = self._capture_nic(wire)
         shares = guest.plan_shares(self.req.sample_dir, self.req.read_only_paths)
         (self.rundir / "guest.conf").write_text(
             guest.guest_conf(self.req.sample_dir, shares, wire.mtu, interval_s=1))
@@ -153,11 +182,12 @@ class Vm:
             memory_mib=memory // 1024**2, image=self.image, console_log=self.console_log,
             ctl_socket=self.rundir / "ctl.sock",
             shares=(Share(CTL_TAG, self.rundir, readonly=False), *shares),
-            tap_fd=TAP_FD, mac=mac, mtu=wire.mtu,
+            tap_fd=nic.tap_fd, mac=nic.mac, mtu=wire.mtu,
             vhost=self.accel.accel == "kvm" and os.path.exists("/dev/vhost-net"),
+            vfio_host=nic.vfio_host, machine=nic.machine, mem_path=nic.mem_path,
         )
         argv = qemu_argv(cfg)
-        self.tap_node = tap
+        self.nic = nic
         self.info = {"accel": self.accel.accel, "accel_reason": self.accel.reason,
                      "vcpus": cfg.vcpus, "memory_bytes": memory, "cgroup_memory_limit": limit,
                      "image": self.image.to_json(), "shares": [str(s.path) for s in shares],
@@ -174,8 +204,8 @@ class Vm:
         (self.rundir / "sensor.argv").write_bytes(guest.sensor_argv_file(stdout, argv))
         self.port.send("run")
         self.sensor = VmSensor(self, self.qemu)
-        self.watch.require(lambda st: st.sensor_pid is not None or st.exit_code is not None, 60.0,
-                            "start the sensor")
+        self.watch.require(lambda st: st.sensor_pid is not None or st.exit_code is not None,
+                           max(60.0, self.opts.boot_timeout_s / 4), "start the sensor")
         return self.sensor
 
     def stop(self, timeout_s: float) -> int | None:
@@ -245,6 +275,11 @@ class Vm:
                     "the cached rootfs and image under the cache dir so they are rebuilt.",
             )
 
+    def _capture_nic(self, wire: WireEnds) -> CaptureNic:
+        """How the capture NIC reaches the guest (setups/vfio overrides it): a macvtap on the wire."""
+        tap, mac = self._macvtap(wire)
+        return CaptureNic(tap_fd=TAP_FD, mac=mac, open_fds=((TAP_FD, tap),))
+
     def _macvtap(self, wire: WireEnds) -> tuple[Path, str]:
         """A passthru macvtap on the sensor interface; returns (its /dev node, its MAC)."""
         assert self.rundir is not None
@@ -258,10 +293,10 @@ class Vm:
         assert self.rundir is not None and self.cgroup is not None
         sup = self.req.sup
         t0 = time.monotonic()
-        assert self.tap_node is not None
+        assert self.nic is not None
         self.qemu = sup.start(argv, name="qemu", stdout=self.req.sample_dir / "qemu.txt",
                               cpus=self.req.cpu_affinity, cgroup_procs=self.cgroup.procs_files,
-                              open_fds={TAP_FD: self.tap_node})
+                              open_fds=dict(self.nic.open_fds))
         self.port = guest.ControlPort(self.rundir / "ctl.sock")
         self.watch = guest.GuestWatch(
             self.rundir, self.qemu, console=self.console_log, qemu_log=self.req.sample_dir / "qemu.txt",
