@@ -13,7 +13,7 @@ from idsbench.errors import EnvironmentMissing, InputError, SpecError
 from idsbench.plan import Case, plan
 from idsbench.proc import require_program
 from idsbench.run.context import CampaignContext, options_key
-from idsbench.run.hostprobe import quietness, record_probe
+from idsbench.run.hostprobe import quietness, record_probe, trial_seconds
 from idsbench.run.session import split_cpus
 from idsbench.run.truth import ground_truths
 from idsbench.sensors import registry, rulesets
@@ -90,14 +90,14 @@ def rule_sources(spec: Spec, engine: SensorEngine, refs: Sequence[str] | None = 
 
 
 def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path,
-                     cache_dir: Path, require_quiet: bool = False) -> tuple[CampaignContext, list[Case]]:
+                     cache_dir: Path, require_quiet: bool = False,
+                     trial_s: float | None = None) -> tuple[CampaignContext, list[Case]]:
     """Validate inputs, test the sensor config, create/verify the campaign directory. The host's
-    quietness is probed first (`require_quiet`: a noisy host is refused before anything starts)."""
+    quietness is probed once the traces are known, at the time scale of the trials (`trial_s`: a
+    search's trial length; else the shortest replay), before any sensor starts (`require_quiet`: a
+    noisy host is refused)."""
     cases = plan(spec)
     check_host()
-    noise, noise_warnings = quietness(spec.search.precision, split_cpus(sorted(os.sched_getaffinity(0)),
-                                                                         spec.setup.cpuset)[1],
-                                      require_quiet=require_quiet)
     layout = CampaignDir(out_dir.resolve())  # absolute: containers and VMs mount sample directories
     spec_doc = spec.model_dump(mode="json")
     check_resume(layout, out_dir, spec_doc, resume)
@@ -105,6 +105,10 @@ def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path
     options: dict[str, SensorOptions] = {}
     overlays = config_overlays(spec)
     traces = resolve_traces(spec, cache_dir)
+    noise, noise_warnings = quietness(spec.search.precision, split_cpus(sorted(os.sched_getaffinity(0)),
+                                                                         spec.setup.cpuset)[1],
+                                      require_quiet=require_quiet,
+                                      trial_s=trial_s if trial_s is not None else trial_seconds(cases, traces))
     rule_loads: dict[str, tuple[rulesets.RuleSetLoad, ...]] = {}
     for name in spec.sensor.engine:
         engine = registry.engine(name)

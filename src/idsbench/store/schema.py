@@ -426,6 +426,16 @@ class GroundTruth(Record):
     elapsed_s: float = 0.0
 
 
+class RunOrderRecord(Record):
+    """The order a campaign's samples run in (plan.run_order), as decided when it was created: `order`
+    "cases" or "interleaved"; `seed` shuffles the cases inside each round (None: plain round-robin, as
+    campaigns made before the shuffle); `rounds` the realized order (case ids per round)."""
+
+    order: Literal["cases", "interleaved"] = "cases"
+    seed: int | None = None
+    rounds: tuple[tuple[str, ...], ...] = ()
+
+
 class CampaignDoc(Record):
     """campaign.json: the spec as resolved, the environment, the inputs, the plan."""
 
@@ -435,12 +445,20 @@ class CampaignDoc(Record):
     environment: dict[str, Any] = Field(default_factory=dict)
     inputs: dict[str, Any] = Field(default_factory=dict)
     cases: tuple[PlannedCase, ...] = ()
+    order: RunOrderRecord | None = None  # None: written before the order was recorded (see run_order)
 
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
 
     @property
     def name(self) -> str:
         return str(self.spec.get("name") or "")
+
+    @property
+    def run_order(self) -> RunOrderRecord:
+        """The order the campaign's samples run in; an older campaign's from its spec (no `order`: "cases")."""
+        if self.order is not None:
+            return self.order
+        return RunOrderRecord(order="interleaved" if self.spec.get("order") == "interleaved" else "cases")
 
     @property
     def stats_interval_s(self) -> float:
@@ -491,6 +509,14 @@ CASE_METRICS = ("trace_pkts", "sent_pkts", "captured_pkts", "dropped_pkts", "dec
                 "sensor_us_per_pkt", "sensor_instr_per_pkt", "sensor_cycles_per_pkt")
 
 
+class SampleStamp(Record):
+    """Which sample a per-sample value came from and when it ran (its replay's start): what pairs the
+    samples of two cases round by round (analysis.effect.rounds)."""
+
+    index: int
+    start_unix: float
+
+
 class CaseResult(Record):
     """One case of `idsbench results`: medians over its `ok` samples, their CIs, verdict counts.
 
@@ -514,6 +540,7 @@ class CaseResult(Record):
     # each metric's per-sample values (ok samples, in sample order): what effect sizes resample
     # (analysis.effect); not part of `to_row()`
     values: dict[str, tuple[float | None, ...]] = Field(default_factory=dict)
+    value_samples: tuple[SampleStamp, ...] = ()  # the sample each position of `values` came from
 
     def to_row(self) -> dict[str, Any]:
         p = self.params
