@@ -14,6 +14,7 @@ from idsbench.plan import Case, plan
 from idsbench.proc import require_program
 from idsbench.run.context import CampaignContext, options_key
 from idsbench.run.hostprobe import quietness, record_probe, trial_seconds
+from idsbench.run.order import decide_order
 from idsbench.run.session import split_cpus
 from idsbench.run.truth import ground_truths
 from idsbench.sensors import registry, rulesets
@@ -23,7 +24,7 @@ from idsbench.store import atomic
 from idsbench.store.environment import fingerprint, sha256_file
 from idsbench.store.layout import CampaignDir
 from idsbench.store.reader import read_campaign_doc
-from idsbench.store.schema import CampaignDoc, PerSecond, PlannedCase, TraceRecord
+from idsbench.store.schema import CampaignDoc, PerSecond, PlannedCase, RunOrderRecord, TraceRecord
 from idsbench.traffic.pcap import read_info
 from idsbench.traffic.resolve import resolve_trace, synth_metadata
 
@@ -101,6 +102,7 @@ def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path
     layout = CampaignDir(out_dir.resolve())  # absolute: containers and VMs mount sample directories
     spec_doc = spec.model_dump(mode="json")
     check_resume(layout, out_dir, spec_doc, resume)
+    order = decide_order(spec, cases, read_campaign_doc(out_dir) if layout.campaign_file.exists() else None)
     engines: dict[str, SensorEngine] = {}
     options: dict[str, SensorOptions] = {}
     overlays = config_overlays(spec)
@@ -132,7 +134,7 @@ def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path
         overlays=overlays,
     )
     if not layout.campaign_file.exists():
-        atomic.write_json(layout.campaign_file, campaign_doc(ctx, cases, spec_doc).to_json())
+        atomic.write_json(layout.campaign_file, campaign_doc(ctx, cases, spec_doc, order).to_json())
     ctx.warnings.extend(noise_warnings)
     ctx.warnings.extend(record_probe(layout, probe_suricata="suricata" in engines, noise=noise))
     ground_truths(ctx, cases)
@@ -161,7 +163,8 @@ def _as_current(stored: dict[str, object]) -> dict[str, object] | None:
         return None
 
 
-def campaign_doc(ctx: CampaignContext, cases: list[Case], spec_doc: dict[str, object]) -> CampaignDoc:
+def campaign_doc(ctx: CampaignContext, cases: list[Case], spec_doc: dict[str, object],
+                 order: RunOrderRecord | None = None) -> CampaignDoc:
     env: dict[str, object] = dict(fingerprint())
     for name, engine in ctx.engines.items():
         env[name] = engine.build_info()
@@ -174,6 +177,7 @@ def campaign_doc(ctx: CampaignContext, cases: list[Case], spec_doc: dict[str, ob
                 "configs": {name: {"path": str(p), "sha256": sha256_file(p)} for name, p in ctx.overlays.items()}},
         cases=tuple(PlannedCase.model_validate({"case_id": c.case_id, **c.params(), "samples": len(c.samples)})
                     for c in cases),
+        order=order,
     )
 
 
