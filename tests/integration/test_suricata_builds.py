@@ -22,7 +22,7 @@ import pytest
 
 from idsbench import settings
 from idsbench.analysis import case_table
-from idsbench.analysis.rules import case_rules, group_costs, top_sids
+from idsbench.analysis.rules import case_rules, clock_ticks_per_check, group_costs, top_sids
 from idsbench.report import write_report
 from idsbench.run.campaign import run_campaign
 from idsbench.sensors.ruleprofile import write_without_category
@@ -100,12 +100,15 @@ def test_profiling_build_ranks_et_open_rules(tmp_path: Path, ready: Path) -> Non
     assert len(samples) == 2, [(s.status, s.summary.reason) for s in campaign.samples_of(case.case_id)]
     profiles = [rule_profile(s) for s in samples]
     assert all(p and len(p) >= 20 for p in profiles), [len(p or []) for p in profiles]
-    top5 = [set(top_sids(p or [], 5)) for p in profiles]
+    clock = clock_ticks_per_check(campaign, case.params.engine, "ticks")  # probe timers × TSC rate
+    assert clock is not None and clock > 0
+    top5 = [set(top_sids(p or [], 5, clock)) for p in profiles]
     assert len(top5[0] & top5[1]) >= 4, top5
     rows = case_rules(campaign, case.case_id)
     top20 = rows[:20]
     assert len(top20) == 20 and all(r.msg and r.file == et.name for r in top20)
-    assert [r.ticks_total for r in top20] == sorted((r.ticks_total for r in top20), reverse=True)
+    assert all(r.ranked_by == "ticks_net" for r in rows)
+    assert [r.ticks_net for r in top20] == sorted((r.ticks_net or 0.0 for r in top20), reverse=True)
     assert 0 < sum(r.share for r in rows) <= 1.05
     categories = group_costs(campaign, case.case_id, "category")
     assert categories[0].name.startswith("emerging-") and categories[0].share > 0

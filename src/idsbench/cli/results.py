@@ -107,22 +107,32 @@ def _render_rules(fmt: str, campaign: Campaign) -> str:
     if fmt == "json":
         return json.dumps(rows, indent=1) + "\n"
     columns = ["case", "engine", "gid", "sid", "msg", "file", "category", "checks", "matches", "ticks_total",
-               "ticks_avg", "ticks_max", "unit", "share", "time_share"]
+               "ticks_avg", "ticks_max", "unit", "share", "time_share", "ticks_net", "ranked_by"]
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.writer(out)
         writer.writerow(columns)
         writer.writerows([["" if r[c] is None else r[c] for c in columns] for r in rows])
         return out.getvalue()
-    lines = [f"{'sid':>9} {'total':>14} {'unit':<5} {'share':>6} {'of CPU':>8} {'checks':>9} {'matches':>7}  msg"]
+    lines = [f"{'sid':>9} {'total':>14} {'net of clock':>14} {'unit':<5} {'share':>6} {'of CPU':>8} {'checks':>9} "
+             f"{'matches':>7}  msg"]
     for case, group in groupby(rows, key=lambda r: r["case"]):
-        lines.append(f"case {case}: {_rule_time_line(case_rule_time(campaign, str(case)))}")
-        lines += [f"{r['sid']:>9} {r['ticks_total']:>14,.0f} {r['unit']:<5} {float(str(r['share'])):>6.1%} "
-                  f"{_pct(r['time_share']):>8} {r['checks']:>9.0f} {count_text(r['matches']):>7}  {str(r['msg'])[:70]}"
-                  for r in group]
-    lines.append("share: of all rule time; of CPU: of the sensor's CPU time in the sample (medians over ok samples); "
+        first = next(group)
+        lines.append(f"case {case}: {_rule_time_line(case_rule_time(campaign, str(case)))}; ranked by "
+                     + ("the time net of the profiler's clock" if first["ranked_by"] == "ticks_net" else
+                        "the total time (the profiler's clock cost is unknown)"))
+        lines += [f"{r['sid']:>9} {r['ticks_total']:>14,.0f} {_net(r['ticks_net']):>14} {r['unit']:<5} "
+                  f"{float(str(r['share'])):>6.1%} {_pct(r['time_share']):>8} {r['checks']:>9.0f} "
+                  f"{count_text(r['matches']):>7}  {str(r['msg'])[:70]}"
+                  for r in (first, *group)]
+    lines.append("net of clock: the total minus checks × one read of the profiler's clock (probe timers.cpuid_rdtsc_ns); "
+                 "share: of all rule time; of CPU: of the sensor's CPU time in the sample (medians over ok samples); "
                  "matches –: the profiler gave no count (Suricata 8 subtracts a transaction rule's \"cannot match\" checks)")
     return "\n".join(lines) + "\n"
+
+
+def _net(value: object) -> str:
+    return "–" if not isinstance(value, (int, float)) else f"{value:,.0f}"
 
 
 def _pct(value: object) -> str:

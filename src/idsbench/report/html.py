@@ -284,8 +284,11 @@ def _rule_cost_views(campaign: Campaign, top: int = 20) -> list[dict[str, Any]]:
              "checks": f"{r.checks:,.0f}", "matches": count_text(r.matches), "ticks_total": f"{r.ticks_total:,.0f}",
              "ticks_avg": f"{r.ticks_avg:,.2f}" if unit == "us" else f"{r.ticks_avg:,.0f}",
              "ticks_max": "–" if r.ticks_max is None else f"{r.ticks_max:,.0f}", "share": f"{r.share:.1%}",
-             "time_share": share(r.time_share)}
+             "time_share": share(r.time_share), "ticks_net": "–" if r.ticks_net is None else f"{r.ticks_net:,.0f}"}
             for r in rules[:top]],
+            "ranked_by": ("the rule time net of the profiler's own clock (total − checks × one cpuid;rdtsc;cpuid "
+                          "read of the host probe)" if rules[0].ranked_by == "ticks_net" else
+                          "the total rule time (the profiler's clock cost is not known here)"),
             "groups": [{"kind": g.kind, "name": g.name, "rules": g.rules, "ticks_total": f"{g.ticks_total:,.0f}",
                         "share": f"{g.share:.1%}", "time_share": share(g.time_share), "checks": f"{g.checks:,.0f}",
                         "removal_saving": share(g.removal_saving)} for g in groups[:40]]})

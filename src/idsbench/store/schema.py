@@ -214,9 +214,12 @@ def phase_seconds(phases: tuple[PhaseRecord, ...]) -> dict[str, float]:
 
 
 class SensorCostRecord(Record):
-    """What the sensor's packets cost: its CPU time (its cgroup) from replay start to the end of its
-    drain, idle use taken out, over the packets it processed; instructions and cycles where a PMU
-    is visible (`pmu` says why not otherwise)."""
+    """What the sensor's packets cost: its CPU time (its cgroup) for them by `definition` (idsbench.cpucost:
+    "processing" = from replay start to the end of its processing, nothing subtracted; "quiet-idle" = to the
+    end of its drain minus the idle rate of its quiet window, summaries before issue 28), over the packets it
+    processed; instructions and cycles where a PMU is visible (`pmu` says why not otherwise). The raw
+    readings (seconds since replay start, CPU seconds since replay start) let every definition be
+    computed from the same sample (None: not read, e.g. older summaries)."""
 
     cpu_s: float
     processed_pkts: int
@@ -224,6 +227,16 @@ class SensorCostRecord(Record):
     instructions: int | None = None
     cycles: int | None = None
     pmu: str | None = None            # None: counted; else e.g. "not supported: no hardware PMU visible"
+    definition: str = "quiet-idle"    # which idsbench.cpucost definition cpu_s is
+    replay_s: float | None = None          # the replay's span
+    cpu_replay_s: float | None = None      # the sensor's CPU over it
+    processed_s: float | None = None       # replay start → end of its processing (its quiet drain's start)
+    cpu_processed_s: float | None = None   # its CPU over that span
+    drained_s: float | None = None         # replay start → end of the drain
+    cpu_drained_s: float | None = None     # its CPU over that span
+    idle_cores: float | None = None        # its CPU rate in the quiet window (or a 0.25-s probe) after the drain
+    pre_idle_s: float | None = None        # a benchmark's idle window before the replay (bench_pre_idle_s)
+    pre_idle_cores: float | None = None    # its CPU rate over that window
 
     @property
     def instr_per_pkt(self) -> float | None:
