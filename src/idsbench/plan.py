@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,10 +149,23 @@ def plan(spec: Spec) -> list[Case]:
     return cases
 
 
-def run_order(cases: list[Case], order: str) -> list[tuple[Case, Sample]]:
-    """The samples in the order they run: case by case, or round-robin over the cases ("interleaved")."""
+def interleaved_rounds(cases: list[Case], seed: int | None = None) -> list[list[tuple[Case, Sample]]]:
+    """Round k = sample k of every case (that has one); with a seed, the cases of each round in a random
+    order drawn from it (RMIT: Abedi & Brecht, ICPE 2017), the same order for the same seed and cases."""
+    rng = random.Random(seed)
+    by_id = {c.case_id: c for c in cases}
+    out = []
+    for round_ in itertools.zip_longest(*(c.samples for c in cases)):
+        members = [(by_id[s.case_id], s) for s in round_ if s is not None]
+        if seed is not None:
+            rng.shuffle(members)
+        out.append(members)
+    return out
+
+
+def run_order(cases: list[Case], order: str, seed: int | None = None) -> list[tuple[Case, Sample]]:
+    """The samples in the order they run: case by case, or round by round ("interleaved", shuffled inside
+    each round with `seed`; None: plain round-robin)."""
     if order == "interleaved":
-        rounds = itertools.zip_longest(*(c.samples for c in cases))
-        by_id = {c.case_id: c for c in cases}
-        return [(by_id[s.case_id], s) for round_ in rounds for s in round_ if s is not None]
+        return [pair for round_ in interleaved_rounds(cases, seed) for pair in round_]
     return [(c, s) for c in cases for s in c.samples]

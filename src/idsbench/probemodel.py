@@ -6,7 +6,9 @@ guessed. `HostProbe.model_dump(mode="json")` is the `idsbench probe --json` cont
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SCHEMA = 1
 
@@ -229,10 +231,20 @@ class NoiseProbe(_Frozen):
     """How quiet the host was when a campaign started (probe/noise.py)."""
 
     steal_pct: float = 0.0                 # steal time over the probe, % of all CPU time
-    loop_cv: float | None = None           # CV of a calibrated CPU-bound loop on the sensor's CPUs
+    loop_cv: float | None = None           # CV of a calibrated CPU-bound loop on the sensor's CPUs, pieces of piece_s
+    piece_s: float | None = None           # the pieces' length: the campaign's trial length (within 1-2 s)
+    loop_cv_10ms: float | None = None      # the same loop's CV over 10-ms pieces (context; never a label)
     freq_changes: int | None = None        # CPU frequency changes seen (None: cpufreq not visible)
     cpus: tuple[int, ...] = ()
     other_load_pct: float | None = None    # busy CPU time of other processes over the probe, % of all CPUs
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older(cls, data: Any) -> Any:
+        """A probe.json written before the trial scale (no `piece_s`): its `loop_cv` was over 10-ms pieces."""
+        if isinstance(data, dict) and "piece_s" not in data and "loop_cv_10ms" not in data and "loop_cv" in data:
+            data = {**data, "loop_cv_10ms": data["loop_cv"], "loop_cv": None}
+        return data
 
 
 class HostProbe(_Frozen):

@@ -405,9 +405,12 @@ class Spec(_Frozen):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     description: str = ""
     samples: int = Field(6, ge=1, le=1000)  # 6: the fewest whose min..max CI of the median covers 95%
-    # The order samples run in: "cases" (each case's samples in a row) or "interleaved" (round-robin over
-    # the cases: s0 of every case, then s1 …), so a host's drift over minutes falls on every case alike.
-    order: Literal["cases", "interleaved"] = "cases"
+    # The order samples run in: "cases" (each case's samples in a row) or "interleaved" (rounds: s0 of every
+    # case, then s1 …, the cases of each round in a seeded random order), so a host's drift over minutes
+    # falls on every case alike and the analysis can pair them round by round. None (unset): interleaved
+    # when more than one case has more than one sample (run/order.py). The order a campaign runs in is
+    # recorded in campaign.json's `order`, not in its spec dump (older campaigns: their spec's, else "cases").
+    order: Literal["cases", "interleaved"] | None = None
     traffic: Traffic = Field(default_factory=Traffic)
     sensor: Sensor = Field(default_factory=Sensor)
     setup: Setup = Field(default_factory=Setup)
@@ -420,12 +423,13 @@ class Spec(_Frozen):
 
     @model_serializer(mode="wrap")
     def _without_absent_hosts(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        """Specs without [hosts] or `order` dump as before these existed (resume compares dumps)."""
+        """Specs without [hosts] dump as before it existed (resume compares dumps); `order` is never in the
+        dump: campaign.json records the order a campaign runs in (run/order.py), and an older campaign
+        whose spec said "interleaved" resumes with a spec that leaves it to the default."""
         data: dict[str, object] = handler(self)
         if data.get("hosts", 0) is None:
             data.pop("hosts")
-        if data.get("order") == "cases":
-            data.pop("order")
+        data.pop("order", None)
         return data
 
     def trace_rulesets(self) -> list[tuple[str, list[tuple[str, list[str]]]]]:

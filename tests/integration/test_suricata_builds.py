@@ -22,7 +22,7 @@ import pytest
 
 from idsbench import settings
 from idsbench.analysis import case_table
-from idsbench.analysis.rules import case_rules, group_costs, top_sids
+from idsbench.analysis.rules import case_rules, clock_ticks_per_check, group_costs, top_sids
 from idsbench.report import write_report
 from idsbench.run.campaign import run_campaign
 from idsbench.sensors.ruleprofile import write_without_category
@@ -100,12 +100,15 @@ def test_profiling_build_ranks_et_open_rules(tmp_path: Path, ready: Path) -> Non
     assert len(samples) == 2, [(s.status, s.summary.reason) for s in campaign.samples_of(case.case_id)]
     profiles = [rule_profile(s) for s in samples]
     assert all(p and len(p) >= 20 for p in profiles), [len(p or []) for p in profiles]
-    top5 = [set(top_sids(p or [], 5)) for p in profiles]
+    top5 = [set(top_sids(p or [], 5)) for p in profiles]  # raw ticks: the same packets, the same checks
     assert len(top5[0] & top5[1]) >= 4, top5
+    clock = clock_ticks_per_check(campaign, case.params.engine, "ticks")  # probe timers × TSC rate
+    assert clock is not None and clock > 0
     rows = case_rules(campaign, case.case_id)
     top20 = rows[:20]
     assert len(top20) == 20 and all(r.msg and r.file == et.name for r in top20)
-    assert [r.ticks_total for r in top20] == sorted((r.ticks_total for r in top20), reverse=True)
+    assert all(r.ranked_by == "ticks_net" for r in rows)
+    assert [r.ticks_net for r in top20] == sorted((r.ticks_net or 0.0 for r in top20), reverse=True)
     assert 0 < sum(r.share for r in rows) <= 1.05
     categories = group_costs(campaign, case.case_id, "category")
     assert categories[0].name.startswith("emerging-") and categories[0].share > 0
@@ -161,6 +164,15 @@ def test_removing_the_costliest_category_saves_what_the_profiler_said_it_cost(tm
           f"{d.base:.1f} -> {d.contender:.1f} us, effect {d.effect_pct:+.1f}% CI {d.effect_ci}; the profiler's own "
           f"clock ~{(timing.timer_share or 0) if timing else 0:.0%} of the rule time")
     assert d.verdict == "lower" and d.effect_pct is not None and d.effect_ci is not None, d
+    # the rulesets ran in rounds (issue 28): campaign.json records them, the comparison is paired
+    doc = json.loads((out / "campaign.json").read_text())
+    assert doc["order"]["order"] == "interleaved" and len(doc["order"]["rounds"]) == 4 and doc["order"]["seed"] is not None
+    assert d.paired, d
+    for s in load_campaign(out).samples:  # the CPU per packet's span ends where the sensor's processing did
+        cost = s.summary.cost
+        assert cost is not None and cost.definition == "processing" and cost.processed_s is not None, cost
+        assert cost.cpu_processed_s is not None and cost.cpu_drained_s is not None
+        assert cost.cpu_replay_s <= cost.cpu_processed_s <= cost.cpu_drained_s and cost.cpu_s == cost.cpu_processed_s
     assert expected is not None and expected >= share
     saved = -d.effect_pct / 100
     assert expected / 2 <= saved <= min(1.0, expected * 2), (share, expected, saved)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from idsbench.analysis.rules import case_rule_time, case_rules, group_costs, rule_rows, tsc_hz
+from idsbench.analysis.rules import case_rule_time, case_rules, group_costs, rule_rows, top_sids, tsc_hz
 from idsbench.store.reader import load_campaign
 from idsbench.store.rule_profile import RULE_PROFILE_FILE, RuleCost, write_profile
 from tests.fakecampaign import FakeCase, write_campaign
@@ -149,3 +149,27 @@ def test_the_profilers_own_clock_is_estimated_and_named_where_cpuid_traps(tmp_pa
     assert t is not None and t.timer_share is not None and t.timer_share < 0.001 and t.timer_warning() is None
     snort = case_rule_time(load_campaign(_campaign(tmp_path, "us", SNORT, tsc=None)), campaign.cases[0].case_id)
     assert snort is not None and snort.timer_s is None and snort.timer_warning() is None
+
+
+def test_rules_rank_by_their_time_net_of_the_profilers_clock(tmp_path: Path) -> None:
+    """1 µs per clock read at 2 GHz = 2000 ticks per check. Rule 3001 is checked 1000 times and does little
+    (2.1M ticks, 2.0M of them the clock); 3002 is checked 100 times and costs 0.8M of its own: by raw ticks
+    3001 leads, net of the clock 3002 does."""
+    profile = [RuleCost(1, 3001, 1, 1000, 0, 2_100_000, 2100.0, 9000, "ticks"),
+               RuleCost(1, 3002, 1, 100, 0, 1_000_000, 10_000.0, 50_000, "ticks"),
+               RuleCost(1, 3003, 1, 10, 0, 10_000, 1000.0, 3000, "ticks")]  # less than its clock: net 0
+    root = _campaign(tmp_path, "ticks", [profile, profile], tsc=2e9)
+    (root / "probe.json").write_text(json.dumps({"tsc": {"hz": 2e9, "rounds": 3}, "timers": {"cpuid_rdtsc_ns": 1000}}))
+    campaign = load_campaign(root)
+    rows = case_rules(campaign, campaign.cases[0].case_id)
+    assert [r.sid for r in rows] == [3002, 3001, 3003]
+    assert [r.ticks_net for r in rows] == pytest.approx([800_000, 100_000, 0]) and rows[0].ranked_by == "ticks_net"
+    assert top_sids(profile, 2) == [3001, 3002] and top_sids(profile, 2, clock_ticks=2000) == [3002, 3001]
+    listed = json.loads(subprocess.run([str(Path(sys.executable).parent / "idsbench"), "results", str(root), "--rules",
+                                        "--format", "json"], capture_output=True, text=True, check=True).stdout)
+    assert [(r["sid"], r["ticks_net"], r["ranked_by"]) for r in listed][:2] == [(3002, 800_000, "ticks_net"),
+                                                                               (3001, 100_000, "ticks_net")]
+    # without the clock's cost (no probe timers): the raw order, and it says so
+    (root / "probe.json").write_text(json.dumps({"tsc": {"hz": 2e9, "rounds": 3}}))
+    rows = case_rules(load_campaign(root), campaign.cases[0].case_id)
+    assert [r.sid for r in rows] == [3001, 3002, 3003] and rows[0].ranked_by == "ticks_total"

@@ -15,7 +15,7 @@ from idsbench.analysis.stats import ci_coverage, cv, median, median_ci
 from idsbench.errors import IdsbenchError
 from idsbench.probe.noise import NOISY_LABEL, noise_exceeds
 from idsbench.store.reader import Campaign, CaseInfo, SampleRecord, read_probe
-from idsbench.store.schema import PHASES, CaseResult, GroundTruth, SearchResult, phase_seconds
+from idsbench.store.schema import PHASES, CaseResult, GroundTruth, SampleStamp, SearchResult, phase_seconds
 
 # Metrics whose spread across samples is checked (counts that are fixed by the plan are not).
 CV_CHECKED = ("sent_pkts", "decoded_pkts", "dropped_pkts", "drop_ratio", "sensor_cpu_pct",
@@ -104,6 +104,8 @@ def case_result(cs: CaseSamples, cv_threshold: float = DEFAULT_CV_THRESHOLD,
         medians={m: median(cs.column(m)) for m in METRICS},
         cis={m: median_ci(cs.column(m), level) for m in METRICS},
         values={m: tuple(cs.column(m)) for m in METRICS},
+        value_samples=tuple(SampleStamp(index=s.index, start_unix=s.start_unix or s.summary.started_unix)
+                            for s in cs.used),
         ci_level=ci_coverage(len(cs.used), level) if cs.used else 0.0,
         status=status, status_counts=dict(sorted(counts.items())),
         labels=tuple(sorted({lab for s in cs.used for lab in s.summary.labels} | ({NOISY_LABEL} if cs.noisy else set()))),

@@ -4,7 +4,9 @@ Cases are matched on the parameters that vary within either campaign (setup, loa
 parameter that is constant within each campaign but differs between them (e.g. the CPU limit, the
 Suricata version is not a case parameter) is the thing being compared and is reported in `differs`.
 Each metric's difference is judged by its effect size and CI against `min_effect_pct`
-(analysis.effect): higher, lower, same (no difference beyond it) or inconclusive.
+(analysis.effect): higher, lower, same (no difference beyond it) or inconclusive — from per-round
+ratios (`paired`) when the two cases' samples ran round by round (interleaved), else from the two
+sides' samples.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from idsbench.analysis.cases import case_table
-from idsbench.analysis.effect import DEFAULT_MIN_EFFECT_PCT, Verdict, effect
+from idsbench.analysis.effect import DEFAULT_MIN_EFFECT_PCT, Verdict, effect, paired_effect
 from idsbench.analysis.values import ci_of as _ci
 from idsbench.analysis.values import median_of as _median
-from idsbench.analysis.values import sample_values
+from idsbench.analysis.values import paired_values, sample_values
 from idsbench.errors import InputError
 from idsbench.metrics import metric
 from idsbench.probe.diff import diff_paths
@@ -53,6 +55,7 @@ class MetricDelta:
     better: str | None = None                  # better | worse (the registry's direction), None if neutral
     level: float = 0.95
     min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT
+    paired: bool = False                       # the effect is the median of per-round ratios (interleaved)
 
 
 @dataclass(frozen=True)
@@ -99,9 +102,11 @@ def metric_delta(b: CaseResult, c: CaseResult, key: str,
     diff = None if mb is None or mc is None else mc - mb
     pct = diff / abs(mb) * 100.0 if diff is not None and mb else None
     overlap = None if not cb or not cc else not (cc[0] > cb[1] or cc[1] < cb[0])
-    e = effect(sample_values(b, key), sample_values(c, key), min_effect_pct=min_effect_pct)
+    rounds = paired_values(b, c, key)
+    e = paired_effect(*rounds, min_effect_pct=min_effect_pct) if rounds else \
+        effect(sample_values(b, key), sample_values(c, key), min_effect_pct=min_effect_pct)
     return MetricDelta(mb, cb, mc, cc, diff, pct, overlap, e.verdict, e.effect_pct, e.effect_ci, e.verdict,
-                       e.samples_needed, metric(key).judge(e.verdict), e.level, e.min_effect_pct)
+                       e.samples_needed, metric(key).judge(e.verdict), e.level, e.min_effect_pct, e.paired)
 
 
 def metrics_of(b_rows: Sequence[CaseResult], c_rows: Sequence[CaseResult],

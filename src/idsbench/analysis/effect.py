@@ -15,6 +15,13 @@ min_effect_pct and [lo, hi] the CI:
 A side with fewer than 2 values has no spread: inconclusive, `samples_needed` = 6 (what a 95% CI of a
 median needs). When the base median is 0 (e.g. no drops) a ratio does not exist: the effect is null
 and the verdict rests on the bootstrap CI of the difference of the medians (both all zero: "same").
+
+Paired (`paired_effect`): when the two sides ran round by round (`rounds`: sample k of each side ran
+next to each other, and the rounds one after another), the effect is the median of the per-round
+ratios contender_k / base_k − 1 and its CI the percentile bootstrap over rounds (rounds resampled
+whole): drift the rounds share cancels in each ratio instead of widening the CI (RMIT, Abedi & Brecht,
+ICPE 2017). `samples_needed` then counts rounds. A base of 0 in any round: the median of the per-round
+differences instead. Same verdict rules; `Effect.paired` says which was used.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ ROUNDS = 4000
 SEED = 20220  # fixed: the CI of the same samples never moves
 MIN_SAMPLES_FOR_95 = 6
 MAX_SAMPLES_NEEDED = 10_000
+MIN_ROUNDS = 3  # fewer paired rounds than this: the unpaired effect (a bootstrap over 2 rounds says nothing)
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,7 @@ class Effect:
     diff_ci: tuple[float, float] | None = None  # bootstrap CI of median(contender) − median(base)
     level: float = LEVEL
     min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT
+    paired: bool = False                      # from per-round ratios (paired_effect), not from two samples
 
 
 def _clean(values: Sequence[float | None]) -> np.ndarray:
@@ -108,6 +117,64 @@ def effect(base: Sequence[float | None], contender: Sequence[float | None], *,
         return Effect(point, ci, "lower", None, diff_ci, level, m)
     target = m - abs(point) if abs(point) < m else abs(point)
     return Effect(point, ci, "inconclusive", _needed(len(b), len(c), (ci[1] - ci[0]) / 2, target), diff_ci, level, m)
+
+
+def rounds(base: Sequence[tuple[int, float]], contender: Sequence[tuple[int, float]]) -> list[tuple[int, int]] | None:
+    """Whether two sides' samples ran round by round, from (sample index, start time) per value: the
+    positions (i in base, j in contender) of each round, or None. A round is the two samples of one
+    index; the sides ran round by round when no other sample of either side started between the two
+    samples of any round (so the rounds follow one another) and at least MIN_ROUNDS rounds exist. Case
+    by case (every base sample, then every contender sample) fails at the first round."""
+    b_at = {k: i for i, (k, _) in enumerate(base)}
+    c_at = {k: j for j, (k, _) in enumerate(contender)}
+    common = sorted(set(b_at) & set(c_at))
+    if len(common) < MIN_ROUNDS:
+        return None
+    starts = sorted(t for _, t in (*base, *contender))
+    for k in common:
+        lo, hi = sorted((base[b_at[k]][1], contender[c_at[k]][1]))
+        if any(lo < t < hi for t in starts):
+            return None
+    return [(b_at[k], c_at[k]) for k in common]
+
+
+def paired_effect(base: Sequence[float | None], contender: Sequence[float | None], *,
+                  min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT, level: float = LEVEL) -> Effect:
+    """The effect from per-round pairs (base[k], contender[k]); a round with a missing value is left out;
+    fewer than MIN_ROUNDS complete rounds: the unpaired effect."""
+    pairs = [(float(b), float(c)) for b, c in zip(base, contender, strict=True)
+             if b is not None and c is not None and not math.isnan(float(b)) and not math.isnan(float(c))]
+    if len(pairs) < MIN_ROUNDS:
+        return effect(base, contender, min_effect_pct=min_effect_pct, level=level)
+    b = np.asarray([p[0] for p in pairs])
+    c = np.asarray([p[1] for p in pairs])
+    n, m = len(pairs), min_effect_pct
+    rng = np.random.default_rng(SEED)
+    picks = rng.integers(0, n, size=(ROUNDS, n))
+    tails = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
+    diffs = c - b
+    d_lo, d_hi = (float(x) for x in np.percentile(np.median(diffs[picks], axis=1), tails))
+    diff_ci = (d_lo, d_hi)
+    if not np.all(b != 0):  # no ratio in some round: judge the per-round differences
+        if not b.any() and not c.any():
+            return Effect(None, None, "same", None, diff_ci, level, m, paired=True)
+        if d_lo > 0 or d_hi < 0:
+            return Effect(None, None, "higher" if d_lo > 0 else "lower", None, diff_ci, level, m, paired=True)
+        return Effect(None, None, "inconclusive", _needed(n, n, (d_hi - d_lo) / 2, abs(float(np.median(diffs)))),
+                      diff_ci, level, m, paired=True)
+    ratios = np.round((c / b - 1.0) * 100.0 * np.sign(b), 9)  # per-round effects in %, float noise cut
+    point = float(np.median(ratios))
+    lo, hi = (float(x) for x in np.percentile(np.median(ratios[picks], axis=1), tails))
+    ci = (min(lo, point), max(hi, point))
+    if -m <= ci[0] and ci[1] <= m:
+        return Effect(point, ci, "same", None, diff_ci, level, m, paired=True)
+    if ci[0] > 0 and point >= m:
+        return Effect(point, ci, "higher", None, diff_ci, level, m, paired=True)
+    if ci[1] < 0 and point <= -m:
+        return Effect(point, ci, "lower", None, diff_ci, level, m, paired=True)
+    target = m - abs(point) if abs(point) < m else abs(point)
+    return Effect(point, ci, "inconclusive", _needed(n, n, (ci[1] - ci[0]) / 2, target), diff_ci, level, m,
+                  paired=True)
 
 
 def describe(e: Effect, better: str | None = None) -> str:

@@ -16,6 +16,14 @@ when the thread is preempted, and Snort adds the time of an option-tree node sha
 each of them, so a share is an upper bound; on a host crowded enough to preempt the sensor it can
 exceed what the CPU time allows.
 
+Rules are ranked by `ticks_net`: the rule time with the profiler's own clock taken out (per sample,
+ticks_total − checks × one cpuid;rdtsc;cpuid read at the TSC rate — probe.json `timers.cpuid_rdtsc_ns` —,
+at least 0; median over the ok samples). Suricata brackets each check with that read, so each interval holds
+about one: where cpuid traps (a VM: ~20 µs a read) the clock is most of the raw figure, and ranking by raw
+ticks follows the checks (measured: docs/architecture.md, "Rule profiling"). Where the clock's cost is not
+known (no probe figure, no TSC rate, Snort's µs from a steady clock) `ticks_net` is None and the rank is by
+`ticks_total`; `RuleRow.ranked_by` says which.
+
 ET Open ships as one concatenated file here, so the cost "per rule file" is given per ET category
 (`emerging-policy` for messages `ET POLICY ...`: the upstream file the rule belongs to) beside the file
 the rule was read from.
@@ -57,6 +65,12 @@ class RuleRow:
     samples: int
     unit: str = "ticks"
     time_share: float | None = None  # of the sensor's CPU time; None: no CPU time or no TSC rate
+    ticks_net: float | None = None   # ticks_total without the profiler's clock (None: its cost unknown)
+
+    @property
+    def ranked_by(self) -> str:
+        """The figure the rows are ordered by: "ticks_net" where the clock's cost is known, else "ticks_total"."""
+        return "ticks_total" if self.ticks_net is None else "ticks_net"
 
     def as_dict(self) -> dict[str, object]:
         return {"case": self.case, "engine": self.engine, "gid": self.gid, "sid": self.sid, "msg": self.msg,
@@ -64,7 +78,8 @@ class RuleRow:
                 "matches": self.matches, "ticks_total": self.ticks_total, "ticks_avg": self.ticks_avg,
                 "ticks_max": self.ticks_max, "share": round(self.share, 6), "unit": self.unit,
                 "time_share": None if self.time_share is None else round(self.time_share, 8),
-                "samples": self.samples}
+                "ticks_net": None if self.ticks_net is None else round(self.ticks_net, 3),
+                "ranked_by": self.ranked_by, "samples": self.samples}
 
 
 @dataclass(frozen=True)
@@ -205,14 +220,31 @@ def _time_share(per_sample: dict[int, float], factors: list[float | None]) -> fl
     return float(median(shares)) if shares else None
 
 
+def clock_ticks_per_check(campaign: Campaign, engine: str, unit: str) -> float | None:
+    """The profiler's own clock inside one check's interval, in the profile's unit: one cpuid;rdtsc;cpuid read
+    (probe.json timers.cpuid_rdtsc_ns) at the campaign's TSC rate; None for µs (Snort: a steady clock, no
+    trap) or when either figure is missing."""
+    if unit != "ticks":
+        return None
+    read_ns, rate = serialized_tick_ns(campaign), tsc_hz(campaign, engine)
+    return read_ns * 1e-9 * rate if read_ns is not None and rate is not None else None
+
+
+def net_ticks(cost: RuleCost, clock_ticks: float) -> float:
+    """One sample's rule time without the profiler's clock (checks × one read), at least 0."""
+    return max(0.0, cost.ticks_total - cost.checks * clock_ticks)
+
+
 def case_rules(campaign: Campaign, case_id: str, info: dict[int, RuleInfo] | None = None) -> list[RuleRow]:
-    """One row per rule the profiler saw in the case's ok samples, by median ticks_total (highest first)."""
+    """One row per rule the profiler saw in the case's ok samples, costliest first: by median ticks_net where
+    the profiler's clock cost is known, else by median ticks_total."""
     profiled = profiled_samples(campaign, case_id)
     if not profiled:
         return []
     info = rule_catalog(campaign) if info is None else info
     engine = campaign.case(case_id).params.engine
     unit = _unit(profiled)
+    clock = clock_ticks_per_check(campaign, engine, unit)
     factors = _cpu_factors(campaign, engine, profiled, unit)
     per_rule: dict[tuple[int, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     maxima: dict[tuple[int, int], list[float | None]] = defaultdict(list)
@@ -229,6 +261,8 @@ def case_rules(campaign: Campaign, case_id: str, info: dict[int, RuleInfo] | Non
             else:
                 row["matches"].append(c.matches)
             row["ticks_total"].append(c.ticks_total)
+            if clock is not None:
+                row["ticks_net"].append(net_ticks(c, clock))
             row["ticks_avg"].append(c.ticks_avg)
             row["share"].append(c.ticks_total / total)
             maxima[key].append(None if c.ticks_max is None else float(c.ticks_max))
@@ -246,8 +280,10 @@ def case_rules(campaign: Campaign, case_id: str, info: dict[int, RuleInfo] | Non
             ticks_total=_med(values["ticks_total"], n), ticks_avg=_med(values["ticks_avg"], n),
             ticks_max=_med(measured, n) if measured else None,
             share=_med(values["share"], n), samples=len(values["checks"]), unit=unit,
-            time_share=_time_share(totals[(gid, sid)], factors)))
-    return sorted(rows, key=lambda r: (-r.ticks_total, r.sid, r.gid))
+            time_share=_time_share(totals[(gid, sid)], factors),
+            ticks_net=_med(values["ticks_net"], n) if clock is not None else None))
+    return sorted(rows, key=lambda r: (-(r.ticks_total if r.ticks_net is None else r.ticks_net), -r.ticks_total,
+                                       r.sid, r.gid))
 
 
 def rule_rows(campaign: Campaign) -> list[RuleRow]:
@@ -333,6 +369,9 @@ def group_costs(campaign: Campaign, case_id: str, kind: str,
     return sorted(out, key=lambda g: (-g.ticks_total, g.name))
 
 
-def top_sids(costs: list[RuleCost], n: int) -> list[int]:
-    """The n costliest sids of one sample."""
-    return [c.sid for c in sorted(costs, key=lambda c: (-c.ticks_total, c.sid))[:n]]
+def top_sids(costs: list[RuleCost], n: int, clock_ticks: float | None = None) -> list[int]:
+    """The n costliest sids of one sample: by raw ticks, or with `clock_ticks` (clock_ticks_per_check) by
+    ticks without the profiler's clock."""
+    if clock_ticks is None:
+        return [c.sid for c in sorted(costs, key=lambda c: (-c.ticks_total, c.sid))[:n]]
+    return [c.sid for c in sorted(costs, key=lambda c: (-net_ticks(c, clock_ticks), -c.ticks_total, c.sid))[:n]]

@@ -4,9 +4,10 @@ median, its CI; a metric may be a CASE_METRICS median or a later analysis's figu
 
 from __future__ import annotations
 
+from idsbench.analysis.effect import rounds
 from idsbench.store.schema import CaseResult
 
-__all__ = ["ci_of", "median_of", "sample_values"]
+__all__ = ["ci_of", "median_of", "paired_values", "sample_values"]
 
 
 def sample_values(r: CaseResult, key: str) -> tuple[float | None, ...]:
@@ -18,6 +19,21 @@ def sample_values(r: CaseResult, key: str) -> tuple[float | None, ...]:
         return tuple(float(v) for v in repeats if isinstance(v, (int, float)))
     value = median_of(r, key)
     return () if value is None else (value,)
+
+
+def paired_values(b: CaseResult, c: CaseResult,
+                  key: str) -> tuple[tuple[float | None, ...], tuple[float | None, ...]] | None:
+    """The two cases' per-sample values of `key` round by round (base, contender), when their samples ran
+    interleaved (analysis.effect.rounds on the samples' start times); None otherwise (or without stamps:
+    results read back from an index written before they were kept)."""
+    bv, cv = b.values.get(key), c.values.get(key)
+    if not bv or not cv or len(bv) != len(b.value_samples) or len(cv) != len(c.value_samples):
+        return None
+    paired = rounds([(s.index, s.start_unix) for s in b.value_samples],
+                    [(s.index, s.start_unix) for s in c.value_samples])
+    if paired is None:
+        return None
+    return tuple(bv[i] for i, _ in paired), tuple(cv[j] for _, j in paired)
 
 
 def median_of(r: CaseResult, key: str) -> float | None:

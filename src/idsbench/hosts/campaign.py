@@ -30,8 +30,9 @@ from idsbench.hosts.link import HostLink
 from idsbench.hosts.pairrun import PairRunner, SampleResult
 from idsbench.hosts.prepare import CampaignUploads, check_hello, check_hosts_spec, store_probe
 from idsbench.hosts.protocol import Empty, Hello
-from idsbench.plan import Case, plan, run_order
+from idsbench.plan import Case, plan
 from idsbench.run.campaign import CampaignResult, disk_error, signals_as_interrupt
+from idsbench.run.order import decide_order, samples_in_order
 from idsbench.run.preflight import check_resume, resolve_traces
 from idsbench.run.progress import Progress
 from idsbench.spec import Spec
@@ -46,7 +47,8 @@ from idsbench.store.campaigndoc import (
 )
 from idsbench.store.environment import fingerprint
 from idsbench.store.layout import CampaignDir
-from idsbench.store.schema import PlannedCase, TraceRecord
+from idsbench.store.reader import read_campaign_doc
+from idsbench.store.schema import PlannedCase, RunOrderRecord, TraceRecord
 from idsbench.teardown import TeardownStack
 
 
@@ -84,6 +86,7 @@ def run_on_hosts(spec: Spec, out_dir: Path, *, resume: bool = False, progress: P
     layout = CampaignDir(out_dir)
     spec_doc: dict[str, object] = spec.model_dump(mode="json")
     check_resume(layout, out_dir, spec_doc, resume)
+    order = decide_order(spec, cases, read_campaign_doc(out_dir) if layout.campaign_file.exists() else None)
     cache = cache_dir or settings.cache_dir()
     traces = resolve_traces(spec, cache)
     assert spec.hosts is not None
@@ -103,9 +106,9 @@ def run_on_hosts(spec: Spec, out_dir: Path, *, resume: bool = False, progress: P
         check_pooling(moves, layout, spec.hosts.pool_pairs)
         if not layout.campaign_file.exists():
             atomic.write_json(layout.campaign_file, _campaign_doc(spec, cases, traces, pairs, hellos,
-                                                                 uploads, assignment).to_json())
+                                                                 uploads, assignment, order).to_json())
         with progress:
-            _run_pairs(runners, cases, assignment, layout, spec, progress, result)
+            _run_pairs(runners, cases, assignment, layout, order, progress, result, spec)
     finally:
         for runner in runners.values():
             runner.stopping.set()
@@ -187,7 +190,7 @@ def _prepare(runners: dict[str, PairRunner], layout: CampaignDir,
 
 
 def _run_pairs(runners: dict[str, PairRunner], cases: list[Case], assignment: dict[str, Pair], layout: CampaignDir,
-               spec: Spec, progress: Progress, result: HostsResult) -> None:
+               order: RunOrderRecord, progress: Progress, result: HostsResult, spec: Spec) -> None:
     lock = threading.Lock()
     timeout_s = spec.sensor.ready_timeout_s + sum(spec.timing.model_dump().values())
     crashed: list[BaseException] = []
@@ -195,7 +198,7 @@ def _run_pairs(runners: dict[str, PairRunner], cases: list[Case], assignment: di
     def work(runner: PairRunner) -> None:
         runner.on_phase = lambda p: _locked(lock, progress.phase, f"{runner.pair.name}: {p}")
         try:
-            for case, sample in run_order(cases, spec.order):
+            for case, sample in samples_in_order(cases, order):
                 if assignment[case.case_id].name != runner.pair.name:
                     continue
                 if runner.stopping.is_set():
@@ -246,7 +249,8 @@ def _record(outcome: SampleResult, progress: Progress, result: HostsResult) -> N
 
 
 def _campaign_doc(spec: Spec, cases: list[Case], traces: dict[str, TraceRecord], pairs: list[Pair],
-                  hellos: dict[str, Hello], uploads: CampaignUploads, assignment: dict[str, Pair]) -> CampaignDoc:
+                  hellos: dict[str, Hello], uploads: CampaignUploads, assignment: dict[str, Pair],
+                  order: RunOrderRecord | None = None) -> CampaignDoc:
     first = next(iter(uploads.engines_seen.values()), {})
     env = Environment(**fingerprint().model_dump(), controller=True,
                       engines={name: EngineBuild.model_validate(info.build_info) for name, info in first.items()},
@@ -260,4 +264,5 @@ def _campaign_doc(spec: Spec, cases: list[Case], traces: dict[str, TraceRecord],
                       assignment={case_id: p.label for case_id, p in assignment.items()}),
         cases=tuple(PlannedCase.model_validate({"case_id": c.case_id, **c.params(), "samples": len(c.samples)})
                     for c in cases),
+        order=order,
     )

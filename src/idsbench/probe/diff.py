@@ -21,6 +21,8 @@ VOLATILE = (
     # the cache's sensor builds: a build added beside the one a campaign uses is no change of the host
     # (campaign.json's environment records the build each engine ran)
     "builds", "builds.*",
+    # the quietness probe: how busy the host was at that moment, not what it is
+    "noise", "noise.*",
 )
 # Relative changes below these are noise: timer costs (median of a few rounds), memory sizes
 # (MemTotal moves by a few MB between kernels) and the TSC rate (measured over ~150 ms).

@@ -123,7 +123,9 @@ def facts(p: HostProbe) -> list[tuple[str, str]]:
                      else f"not measured: {p.tsc.error or '?'}"))
     if p.noise is not None:  # the quietness probe a campaign starts with (probe/noise.py)
         n = p.noise
-        loop = "–" if n.loop_cv is None else f"{n.loop_cv:.1%}"
+        loop = "–" if n.loop_cv is None else f"{n.loop_cv:.1%} over {n.piece_s or 1:g}-s pieces"
+        if n.loop_cv_10ms is not None:
+            loop += f" ({n.loop_cv_10ms:.1%} over 10-ms pieces)"
         freq = "not visible" if n.freq_changes is None else str(n.freq_changes)
         other = "–" if n.other_load_pct is None else f"{n.other_load_pct:.0f}%"
         rows.append(("noise", f"steal {n.steal_pct:.1f}%, CPU-bound loop CV {loop} on CPUs "

@@ -16,16 +16,18 @@ ARROWS = {"higher": "▲ higher", "lower": "▼ lower", "same": "= same", "incon
 
 
 def verdict_text(d: MetricDelta) -> str:
-    """'▲ higher +12.3% [+10.1, +14.0] (worse)', '= same (±2%)', '? inconclusive: ~N samples/side'."""
+    """'▲ higher +12.3% [+10.1, +14.0] (worse)', '= same (±2%)', '? inconclusive: ~N samples/side'; ', paired'
+    when the effect came from per-round ratios."""
     arrow = ARROWS.get(d.verdict, d.verdict)
     ci = f" [{d.effect_ci[0]:+.1f}, {d.effect_ci[1]:+.1f}]" if d.effect_ci else ""
     size = f" {d.effect_pct:+.1f}%{ci}" if d.effect_pct is not None else ""
+    paired = ", paired" if d.paired else ""
     if d.verdict == "same":
-        return f"{arrow} (±{d.min_effect_pct:g}%){size}"
+        return f"{arrow} (±{d.min_effect_pct:g}%){size}{paired}"
     if d.verdict == "inconclusive":
-        return f"{arrow}{size}: ~{d.samples_needed} samples/side"
+        return f"{arrow}{size}: ~{d.samples_needed} {'rounds' if d.paired else 'samples/side'}{paired}"
     if d.verdict in ("higher", "lower"):
-        return f"{arrow}{size}" + (f" ({d.better})" if d.better else "")
+        return f"{arrow}{size}" + (f" ({d.better})" if d.better else "") + paired
     return arrow
 
 
@@ -68,7 +70,8 @@ def _header(cmp: Comparison) -> str:
     text += f"matched on: {', '.join(cmp.match_keys) or '(single case each)'}; {len(cmp.rows)} case(s)\n"
     min_effect = next((d.min_effect_pct for r in cmp.rows for d in r.metrics.values()), None)
     if min_effect is not None:
-        text += (f"verdicts: effect = ratio of medians with its 95% bootstrap CI; same = the CI within "
+        text += (f"verdicts: effect = ratio of medians with its 95% bootstrap CI (paired: median of the per-round "
+                 f"ratios, CI over rounds, where the samples ran interleaved); same = the CI within "
                  f"±{min_effect:g}%, higher/lower = the CI excludes 0 and the effect is ≥ {min_effect:g}%\n")
     if cmp.host_differs:
         text += f"host differs ({PROBE_FILE}, sensor.set):\n" + "".join(f"  {d}\n" for d in cmp.host_differs)
@@ -95,7 +98,8 @@ def to_json(cmp: Comparison) -> str:
 
 CSV_FIELDS = ("case", "base_case", "contender_case", "metric", "base", "base_ci_lo", "base_ci_hi", "contender",
               "contender_ci_lo", "contender_ci_hi", "diff", "pct", "ci_overlap", "direction", "effect_pct",
-              "effect_ci_lo", "effect_ci_hi", "verdict", "samples_needed", "better", "level", "min_effect_pct")
+              "effect_ci_lo", "effect_ci_hi", "verdict", "samples_needed", "better", "level", "min_effect_pct",
+              "paired")
 
 
 def to_csv(cmp: Comparison) -> str:

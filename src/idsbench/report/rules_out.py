@@ -15,8 +15,9 @@ from idsbench.store.reader import Campaign
 
 # `results --rules --format csv`: these columns, in this order (the JSON rows carry `hints` and `samples` too)
 CSV_FIELDS = ("case", "engine", "gid", "sid", "msg", "file", "category", "checks", "matches", "ticks_total",
-              "ticks_avg", "ticks_max", "unit", "share", "time_share")
-LEGEND = ("share: of all rule time; of CPU: of the sensor's CPU time in the sample (medians over ok samples); "
+              "ticks_avg", "ticks_max", "unit", "share", "time_share", "ticks_net", "ranked_by")
+LEGEND = ("net of clock: the total minus checks × one read of the profiler's clock (probe timers.cpuid_rdtsc_ns); "
+          "share: of all rule time; of CPU: of the sensor's CPU time in the sample (medians over ok samples); "
           "matches –: the profiler gave no count (Suricata 8 subtracts a transaction rule's \"cannot match\" checks)")
 
 
@@ -34,10 +35,10 @@ def rules_table(rules: Sequence[RuleRow], title: str = "", notes: Sequence[str] 
     columns = (Column("sid", "sid", "right"), Column("msg", "msg"), Column("file", "file"),
                Column("category", "category"), Column("hints", "keywords"), Column("checks", "checks", "right"),
                Column("matches", "matches", "right"), Column("ticks_total", f"total ({_unit(unit)})", "right"),
-               Column("ticks_avg", "avg", "right"), Column("ticks_max", "max", "right"),
+               Column("ticks_net", "net of clock", "right"), Column("ticks_avg", "avg", "right"), Column("ticks_max", "max", "right"),
                Column("share", "share", "right"), Column("time_share", "of CPU", "right"))
     rows = [(Text(str(r.sid) if r.gid == 1 else f"{r.gid}:{r.sid}", css="num"), r.msg, r.file, r.category, ", ".join(r.hints),
-             Figure(r.checks, 0), Figure(r.matches, 0), Figure(r.ticks_total, 0),
+             Figure(r.checks, 0), Figure(r.matches, 0), Figure(r.ticks_total, 0), Figure(r.ticks_net, 0),
              Figure(r.ticks_avg, 2 if r.unit == "us" else 0), Figure(r.ticks_max, 0), _pct(r.share, 1),
              _pct(r.time_share, 3)) for r in rules]
     return table(columns, rows, title=title, notes=notes, css=css)
@@ -67,6 +68,14 @@ def rule_time_text(t: RuleTime | None) -> str:
             f"{t.samples} ok samples)." + (f" Note: {warning}." if warning else ""))
 
 
+def ranked_by_text(rows: Sequence[RuleRow]) -> str:
+    """What the rows are ordered by, as a sentence."""
+    if rows and rows[0].ranked_by == "ticks_net":
+        return ("Ranked by the rule time net of the profiler's own clock (total − checks × one cpuid;rdtsc;cpuid "
+                "read of the host probe).")
+    return "Ranked by the total time (the profiler's clock cost is unknown)."
+
+
 def profiled_rows(campaign: Campaign) -> list[RuleRow]:
     """Every profiled case's rules; a SpecError naming the fix when the campaign has none."""
     rows = rule_rows(campaign)
@@ -84,9 +93,11 @@ def render(fmt: str, campaign: Campaign) -> str:
         return export.to_json([r.as_dict() for r in rows])
     if fmt == "csv":
         return export.to_csv([r.as_dict() for r in rows], CSV_FIELDS)
-    tables = [rules_table(list(group), title=f"case {case} ({group_engine})",
-                          notes=[rule_time_text(case_rule_time(campaign, case))])
-              for (case, group_engine), group in groupby(rows, key=lambda r: (r.case, r.engine))]
+    tables = []
+    for (case, group_engine), group in groupby(rows, key=lambda r: (r.case, r.engine)):
+        members = list(group)
+        tables.append(rules_table(members, title=f"case {case} ({group_engine})",
+                                  notes=[rule_time_text(case_rule_time(campaign, case)), ranked_by_text(members)]))
     return export.to_text(tables) + LEGEND + "\n"
 
 
@@ -105,6 +116,7 @@ def report_views(campaign: Campaign, top: int = 20) -> list[dict[str, object]]:
                   *group_costs(campaign, case.case_id, "category", info)]
         views.append({"case": case.case_id, "engine": case.params.engine,
                       "rule_time": rule_time_text(case_rule_time(campaign, case.case_id)),
+                      "ranked_by": ranked_by_text(rules),
                       "rules": rules_table(rules[:top], css="rules"),
                       "groups": groups_table(groups[:40], rules[0].unit)})
     return views

@@ -16,11 +16,12 @@ from types import FrameType
 
 from idsbench import settings
 from idsbench.errors import EnvironmentMissing, SpecError
-from idsbench.plan import run_order
+from idsbench.run.order import samples_in_order
 from idsbench.run.preflight import prepare_campaign
 from idsbench.run.progress import Progress
 from idsbench.run.sample import SampleDeps, SampleRun
 from idsbench.spec import Spec
+from idsbench.store.reader import read_campaign_doc
 
 
 @dataclass
@@ -69,7 +70,7 @@ def run_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progress: P
         with progress:
             for warning in ctx.warnings:
                 progress.note(f"warning: {warning}")
-            for case, sample in run_order(cases, spec.order):
+            for case, sample in samples_in_order(cases, read_campaign_doc(ctx.layout.root).run_order):
                 if ctx.layout.is_done(case.case_id, sample.index):
                     progress.skip(sample.sample_id)
                     result.skipped += 1

@@ -103,6 +103,9 @@ class QuietWatch:
         self.limit_cores = min(QUIET_MAX_CORES, QUIET_SHARE * allocation_cores)
         self._ref: tuple[float, float, int] | None = None  # (t, cpu_s, received) where the quiet began
         self.idle_cores: float | None = None  # the CPU it used over the quiet window, once it was quiet
+        # (clock, CPU seconds) where the quiet began, once it was quiet: the end of its processing (the
+        # CPU per packet's span, idsbench.cpucost); any work after it was at most limit_cores × the window
+        self.quiet_since: tuple[float, float] | None = None
 
     def __call__(self) -> bool:
         t, cpu, rx, waiting = self.clock(), self.cpu_s(), self.received(), self.runnable()
@@ -123,6 +126,7 @@ class QuietWatch:
         if span < self.window_s:
             return False
         self.idle_cores = (cpu - ref[1]) / span
+        self.quiet_since = (ref[0], ref[1])
         return True
 
 

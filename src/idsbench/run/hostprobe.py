@@ -4,20 +4,43 @@ on the host since, as warnings before the first sample."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from idsbench.errors import InputError, NoisyHost
+from idsbench.plan import Case
 from idsbench.probe.collect import collect
 from idsbench.probe.diff import diff, load
-from idsbench.probe.noise import NOISY_LABEL, measure_noise, noise_exceeds
+from idsbench.probe.noise import NOISY_LABEL, measure_noise, noise_exceeds, piece_seconds
 from idsbench.probe.warnings import warnings as trap_warnings
 from idsbench.probemodel import NoiseProbe
 from idsbench.store import atomic
 from idsbench.store.layout import PROBE_FILE, CampaignDir
+from idsbench.store.schema import TraceRecord
+from idsbench.traffic.replay import planned_seconds, requested_pps
 
 
-def quietness(precision: float, sensor_cpus: list[int] | None, *, require_quiet: bool) -> tuple[NoiseProbe, list[str]]:
-    """The host's noise before a campaign (≤ ~2 s) and a warning naming each figure above `precision`;
-    with `require_quiet` a noisy host is refused (NoisyHost)."""
-    noise = measure_noise(sensor_cpus)
+def replay_seconds(case: Case, trace: TraceRecord) -> float | None:
+    """How long the case's replay lasts (its duration, or its packets at the requested rate); None for
+    topspeed, whose length is the sender's."""
+    if case.duration_s is not None:
+        return case.duration_s
+    pps = requested_pps(case.rate, trace.packets, trace.duration_s, trace.bytes)
+    return planned_seconds(trace.packets * case.loops, pps, None)
+
+
+def trial_seconds(cases: Sequence[Case], traces: Mapping[str, TraceRecord]) -> float | None:
+    """The shortest replay of the campaign (the noisiest time scale it is measured at); None when no
+    case's length is known beforehand."""
+    lengths = [s for c in cases if c.trace in traces and (s := replay_seconds(c, traces[c.trace])) is not None]
+    return min(lengths) if lengths else None
+
+
+def quietness(precision: float, sensor_cpus: list[int] | None, *, require_quiet: bool,
+              trial_s: float | None = None) -> tuple[NoiseProbe, list[str]]:
+    """The host's noise before a campaign at the time scale of its trials (`trial_s`; probe/noise.py:
+    PIECES × the piece length, 6-12 s) and a warning naming each figure above `precision`; with
+    `require_quiet` a noisy host is refused (NoisyHost)."""
+    noise = measure_noise(sensor_cpus, piece_seconds(trial_s))
     loud = noise_exceeds(noise, precision)
     if not loud:
         return noise, []

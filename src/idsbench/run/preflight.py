@@ -14,7 +14,8 @@ from idsbench.plan import Case, plan
 from idsbench.proc import require_program
 from idsbench.run.context import CampaignContext, options_key
 from idsbench.run.facts import engine_options, place_cpus
-from idsbench.run.hostprobe import quietness, record_probe
+from idsbench.run.hostprobe import quietness, record_probe, trial_seconds
+from idsbench.run.order import decide_order
 from idsbench.run.truth import ground_truths
 from idsbench.sensors import registry, rulesets
 from idsbench.sensors.base import SensorEngine, SensorOptions
@@ -35,7 +36,7 @@ from idsbench.store.campaigndoc import (
 from idsbench.store.environment import fingerprint, sha256_file
 from idsbench.store.layout import CampaignDir
 from idsbench.store.reader import read_campaign_doc
-from idsbench.store.schema import PerSecond, PlannedCase, TraceRecord
+from idsbench.store.schema import PerSecond, PlannedCase, RunOrderRecord, TraceRecord
 from idsbench.traffic.pcap import read_info
 from idsbench.traffic.resolve import resolve_trace, synth_metadata
 
@@ -92,21 +93,26 @@ def rule_sources(spec: Spec, engine: SensorEngine, refs: Sequence[str] | None = 
 
 
 def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path,
-                     cache_dir: Path, require_quiet: bool = False) -> tuple[CampaignContext, list[Case]]:
+                     cache_dir: Path, require_quiet: bool = False,
+                     trial_s: float | None = None) -> tuple[CampaignContext, list[Case]]:
     """Validate inputs, test the sensor config, create/verify the campaign directory. The host's
-    quietness is probed first (`require_quiet`: a noisy host is refused before anything starts)."""
+    quietness is probed once the traces are known, at the time scale of the trials (`trial_s`: a
+    search's trial length; else the shortest replay), before any sensor starts (`require_quiet`: a
+    noisy host is refused)."""
     cases = plan(spec)
     check_host()
     setup_preflight(spec)  # e.g. vm-vfio: IOMMU, vfio-pci, SR-IOV, a NIC wire
-    sensor_cpus = place_cpus(sorted(os.sched_getaffinity(0)), spec.setup.cpuset).sensor
-    noise, noise_warnings = quietness(spec.search.precision, list(sensor_cpus), require_quiet=require_quiet)
     layout = CampaignDir(out_dir.resolve())  # absolute: containers and VMs mount sample directories
     spec_doc = spec.model_dump(mode="json")
     check_resume(layout, out_dir, spec_doc, resume)
+    order = decide_order(spec, cases, read_campaign_doc(out_dir) if layout.campaign_file.exists() else None)
     engines: dict[str, SensorEngine] = {}
     options: dict[str, SensorOptions] = {}
     overlays = config_overlays(spec)
     traces = resolve_traces(spec, cache_dir)
+    sensor_cpus = place_cpus(sorted(os.sched_getaffinity(0)), spec.setup.cpuset).sensor
+    noise, noise_warnings = quietness(spec.search.precision, list(sensor_cpus), require_quiet=require_quiet,
+                                      trial_s=trial_s if trial_s is not None else trial_seconds(cases, traces))
     rule_loads: dict[str, tuple[rulesets.RuleSetLoad, ...]] = {}
     for name in spec.sensor.engine:
         engine = registry.engine(name)
@@ -129,7 +135,7 @@ def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path
         overlays=overlays,
     )
     if not layout.campaign_file.exists():
-        atomic.write_json(layout.campaign_file, campaign_doc(ctx, cases).to_json())
+        atomic.write_json(layout.campaign_file, campaign_doc(ctx, cases, order).to_json())
     ctx.warnings.extend(noise_warnings)
     ctx.warnings.extend(record_probe(layout, probe_suricata="suricata" in engines, noise=noise))
     ground_truths(ctx, cases)
@@ -155,7 +161,7 @@ def check_resume(layout: CampaignDir, out_dir: Path, spec_doc: dict[str, object]
                         fix="resume with the same spec file, or choose another --out directory.")
 
 
-def campaign_doc(ctx: CampaignContext, cases: list[Case]) -> CampaignDoc:
+def campaign_doc(ctx: CampaignContext, cases: list[Case], order: RunOrderRecord | None = None) -> CampaignDoc:
     env = Environment(**fingerprint().model_dump(),
                       engines={name: EngineBuild.model_validate(engine.build_info()) for name, engine in ctx.engines.items()})
     rules = {str(p): sha256_file(p) for opts in ctx.options.values() for p in opts.rules}
@@ -169,6 +175,7 @@ def campaign_doc(ctx: CampaignContext, cases: list[Case]) -> CampaignDoc:
                       rulesets=named),
         cases=tuple(PlannedCase.model_validate({"case_id": c.case_id, **c.params(), "samples": len(c.samples)})
                     for c in cases),
+        order=order,
     )
 
 

@@ -13,6 +13,7 @@ import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from idsbench import cpucost
 from idsbench.accounting import waterfall_of
 from idsbench.errors import IdsbenchError, SensorFailed
 from idsbench.monitor.pmu import PerfStat, PmuCounts, pmu_missing
@@ -179,18 +180,29 @@ class SampleRun:
         return summary, warnings
 
     def _cost(self, counters: Counters | None) -> SensorCostRecord | None:
-        """The sensor's CPU time (replay start to drained, idle use taken out) per packet it processed."""
+        """The sensor's CPU time for the replay's packets (idsbench.cpucost: from replay start to the end of
+        its processing) per packet it processed, with the raw readings every definition needs."""
         cpu = self.outcome.cpu if self.outcome else None
         if cpu is None or counters is None:
             return None
-        work = max(0.0, cpu.at_drained - cpu.at_start - cpu.idle_rate * (cpu.replay_s + cpu.drain_s))
-        processed = counters.decoded_pkts
         pmu = self.pmu_counts
-        return SensorCostRecord(
-            cpu_s=round(work, 6), processed_pkts=processed,
-            us_per_pkt=round(work / processed * 1e6, 4) if processed > 0 and work > 0 else None,
+
+        def r6(x: float | None) -> float | None:
+            return None if x is None else round(x, 6)
+        raw = SensorCostRecord(
+            cpu_s=0.0, processed_pkts=counters.decoded_pkts,
             instructions=pmu.instructions if pmu else None, cycles=pmu.cycles if pmu else None,
-            pmu=None if pmu else (pmu_missing() or "not counted"))
+            pmu=None if pmu else (pmu_missing() or "not counted"),
+            definition="quiet-idle" if self.deps.bench_old_cost else cpucost.USED,
+            replay_s=r6(cpu.replay_s), cpu_replay_s=r6(cpu.at_replay_end - cpu.at_start),
+            processed_s=r6(cpu.processed_s),
+            cpu_processed_s=r6(None if cpu.at_processed is None else cpu.at_processed - cpu.at_start),
+            drained_s=r6(cpu.replay_s + cpu.drain_s), cpu_drained_s=r6(cpu.at_drained - cpu.at_start),
+            idle_cores=r6(cpu.idle_rate), pre_idle_s=cpu.pre_idle_s, pre_idle_cores=r6(cpu.pre_idle_rate))
+        work = cpucost.cpu_seconds(raw, raw.definition) or 0.0
+        per_pkt = cpucost.us_per_pkt(raw, raw.definition)
+        return raw.model_copy(update={"cpu_s": round(work, 6),
+                                      "us_per_pkt": None if per_pkt is None else round(per_pkt, 4)})
 
     def _verdict(self, counters: Counters | None, integrity: ArtifactIntegrity | None) -> Verdict:
 

@@ -106,6 +106,12 @@ class SampleDeps:
     # sample as before issue 23 — wait for the sensor's first published counters before the replay,
     # and drain by published counters only (no quiet drain). Nothing else sets it.
     bench_old_path: bool = False
+    # Benchmark-only switches of the CPU per packet (benchmarks/bench_cpu_per_packet.py; issue 28 item 8's
+    # before/after): `bench_old_cost` makes a sample's cost the definition before issue 28 ("quiet-idle",
+    # idsbench.cpucost); `bench_pre_idle_s` > 0 measures the idle sensor that long before the replay (the
+    # "pre-idle" definition's reading; it lengthens every sample). Nothing else sets them.
+    bench_old_cost: bool = False
+    bench_pre_idle_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,11 @@ class SensorCpu:
     at_drained: float
     replay_s: float
     drain_s: float
+    # a sample's end of processing (its quiet drain's start: seconds after replay start, CPU seconds then)
+    processed_s: float | None = None
+    at_processed: float | None = None
+    pre_idle_rate: float | None = None  # cores used idle over SampleDeps.bench_pre_idle_s before the replay
+    pre_idle_s: float | None = None
 
     @property
     def backlog_work_s(self) -> float:
@@ -292,6 +303,8 @@ class SensorSession:
         # A trial's idle use is probed before its replay; a sample's (stopped next) is what its quiet
         # drain saw at the end, so nothing waits between the sensor's ready and the replay.
         idle_rate = self._idle_rate() if measure_cpu and not stop_after else None
+        pre_idle = self._idle_rate(deps.bench_pre_idle_s) if measure_cpu and stop_after and deps.bench_pre_idle_s > 0 \
+            else None
         before = deps.snapshot(self.wire)
         self.monitor.sample_now()  # a row exactly at replay start and end
         self.phase("replay")
@@ -313,7 +326,11 @@ class SensorSession:
             idle_rate = quiet.idle_cores if quiet is not None and quiet.idle_cores is not None else self._idle_rate()
         cpu = None
         if idle_rate is not None and cpu_start is not None and cpu_end is not None and cpu_drained is not None:
-            cpu = SensorCpu(idle_rate, cpu_start, cpu_end, cpu_drained, t_end - t_start, t_drained - t_end)
+            processed = quiet.quiet_since if quiet is not None else None
+            cpu = SensorCpu(idle_rate, cpu_start, cpu_end, cpu_drained, t_end - t_start, t_drained - t_end,
+                            processed_s=processed[0] - t_start if processed else None,
+                            at_processed=processed[1] if processed else None, pre_idle_rate=pre_idle,
+                            pre_idle_s=deps.bench_pre_idle_s if pre_idle is not None else None)
         wire = wire_record(before, deps.snapshot(self.wire), impaired=self.ctx.spec.wire.impair.active)
         end_point = drained.last
         self._last_point = end_point
@@ -341,11 +358,11 @@ class SensorSession:
         return QuietWatch(self.cpu_seconds, received, self.run_facts.allocation, clock=self.deps.monotonic,
                           runnable=lambda: any_runnable(self.sensor_pids()))
 
-    def _idle_rate(self) -> float | None:
-        """Cores the sensor uses with nothing to do, over IDLE_PROBE_S (before a trial's replay, or after a
+    def _idle_rate(self, seconds: float = IDLE_PROBE_S) -> float | None:
+        """Cores the sensor uses with nothing to do, over `seconds` (before a trial's replay, or after a
         sample's drain when its quiet watch did not conclude)."""
         c0, t0 = self.cpu_seconds(), self.deps.monotonic()
-        self.deps.sleep(IDLE_PROBE_S)
+        self.deps.sleep(seconds)
         c1, t1 = self.cpu_seconds(), self.deps.monotonic()
         if c0 is None or c1 is None or t1 <= t0:
             return None

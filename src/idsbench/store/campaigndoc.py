@@ -28,7 +28,7 @@ from pydantic import (
 
 from idsbench.spec import Spec
 from idsbench.store.record import Record
-from idsbench.store.schema import PerSecond, PlannedCase, TraceRecord
+from idsbench.store.schema import PerSecond, PlannedCase, RunOrderRecord, TraceRecord
 
 CAMPAIGN_SCHEMA = 3  # 3: environment.engines (each engine's build), inputs typed; 2 had the builds at the top
 JsonObject = dict[str, JsonValue]
@@ -156,6 +156,7 @@ class CampaignDoc(Record):
     environment: Environment = Field(default_factory=Environment)
     inputs: Inputs = Field(default_factory=Inputs)
     cases: tuple[PlannedCase, ...] = ()
+    order: RunOrderRecord | None = None  # None: written before the order was recorded (see run_order)
 
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
 
@@ -171,6 +172,13 @@ class CampaignDoc(Record):
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def run_order(self) -> RunOrderRecord:
+        """The order the campaign's samples run in; an older campaign's from its spec (no `order`: "cases")."""
+        if self.order is not None:
+            return self.order
+        return RunOrderRecord(order="interleaved" if self.spec.order == "interleaved" else "cases")
 
     @property
     def stats_interval_s(self) -> float:

@@ -256,9 +256,12 @@ def phase_seconds(phases: tuple[PhaseRecord, ...]) -> dict[str, float]:
 
 
 class SensorCostRecord(Record):
-    """What the sensor's packets cost: its CPU time (its cgroup) from replay start to the end of its
-    drain, idle use taken out, over the packets it processed; instructions and cycles where a PMU
-    is visible (`pmu` says why not otherwise)."""
+    """What the sensor's packets cost: its CPU time (its cgroup) for them by `definition` (idsbench.cpucost:
+    "processing" = from replay start to the end of its processing, nothing subtracted; "quiet-idle" = to the
+    end of its drain minus the idle rate of its quiet window, summaries before issue 28), over the packets it
+    processed; instructions and cycles where a PMU is visible (`pmu` says why not otherwise). The raw
+    readings (seconds since replay start, CPU seconds since replay start) let every definition be
+    computed from the same sample (None: not read, e.g. older summaries)."""
 
     cpu_s: float
     processed_pkts: int
@@ -266,6 +269,16 @@ class SensorCostRecord(Record):
     instructions: int | None = None
     cycles: int | None = None
     pmu: str | None = None            # None: counted; else e.g. "not supported: no hardware PMU visible"
+    definition: str = "quiet-idle"    # which idsbench.cpucost definition cpu_s is
+    replay_s: float | None = None          # the replay's span
+    cpu_replay_s: float | None = None      # the sensor's CPU over it
+    processed_s: float | None = None       # replay start → end of its processing (its quiet drain's start)
+    cpu_processed_s: float | None = None   # its CPU over that span
+    drained_s: float | None = None         # replay start → end of the drain
+    cpu_drained_s: float | None = None     # its CPU over that span
+    idle_cores: float | None = None        # its CPU rate in the quiet window (or a 0.25-s probe) after the drain
+    pre_idle_s: float | None = None        # a benchmark's idle window before the replay (bench_pre_idle_s)
+    pre_idle_cores: float | None = None    # its CPU rate over that window
 
     @property
     def instr_per_pkt(self) -> float | None:
@@ -440,6 +453,16 @@ class GroundTruth(Record):
     elapsed_s: float = 0.0
 
 
+class RunOrderRecord(Record):
+    """The order a campaign's samples run in (plan.run_order), as decided when it was created: `order`
+    "cases" or "interleaved"; `seed` shuffles the cases inside each round (None: plain round-robin, as
+    campaigns made before the shuffle); `rounds` the realized order (case ids per round)."""
+
+    order: Literal["cases", "interleaved"] = "cases"
+    seed: int | None = None
+    rounds: tuple[tuple[str, ...], ...] = ()
+
+
 def migrate_summary(doc: dict[str, object]) -> dict[str, object]:
     """A summary.json of any schema as the current one expects it (derived keys are dropped)."""
     out = dict(doc)
@@ -479,6 +502,14 @@ CASE_METRICS = ("trace_pkts", "sent_pkts", "captured_pkts", "dropped_pkts", "dec
                 "host_mem_bytes", "host_mem_locked_bytes")
 
 
+class SampleStamp(Record):
+    """Which sample a per-sample value came from and when it ran (its replay's start): what pairs the
+    samples of two cases round by round (analysis.effect.rounds)."""
+
+    index: int
+    start_unix: float
+
+
 class CaseResult(Record):
     """One case of `idsbench results`: medians over its `ok` samples, their CIs, verdict counts, and the
     figures later analyses add (search, engines, per-signature alerts …).
@@ -511,6 +542,7 @@ class CaseResult(Record):
     # each metric's per-sample values (ok samples, in sample order): what effect sizes resample
     # (analysis.effect); not part of `to_row()`
     values: dict[str, tuple[float | None, ...]] = Field(default_factory=dict)
+    value_samples: tuple[SampleStamp, ...] = ()  # the sample each position of `values` came from
 
     def figures(self) -> dict[str, JsonValue]:
         """The later analyses' keys of the row (degraded_sensor … alerts_by_sid), values as computed."""
