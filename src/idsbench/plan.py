@@ -10,13 +10,15 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from idsbench import duet
 from idsbench.errors import SpecError
 from idsbench.sensors import registry
 from idsbench.spec import Rate, Spec, parse_size
 
 # Parameters left out of a case id's digest when they have these values (ids of campaigns made
 # before the parameter existed stay the same).
-DIGEST_DEFAULTS = {"engine": "suricata", "sender": "tcpreplay", "config": "default", "rules": "default"}
+DIGEST_DEFAULTS: dict[str, object] = {"engine": "suricata", "sender": "tcpreplay", "config": "default",
+                                      "rules": "default", "duet_side": None}
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class Case:
     sender: str = "tcpreplay"
     config: str = "default"      # sensor.config: "default" or an overlay file
     rules: str = "default"       # the ruleset's name (sensor.rulesets), "default" without a ruleset axis
+    duet_side: str | None = None  # mode = "duet": "a" or "b" (idsbench.duet), None otherwise
     samples: tuple[Sample, ...] = field(default=(), compare=False)
 
     @property
@@ -66,6 +69,7 @@ class Case:
             "sender": self.sender,
             "config": self.config,
             "rules": self.rules,
+            "duet_side": self.duet_side,
         }
 
     @property
@@ -85,6 +89,8 @@ class Case:
             parts.append(f"c{self.cpus:g}")
         if self.memory is not None:
             parts.append(f"m{_slug(self.memory)}")
+        if self.duet_side is not None:
+            parts.append(f"duet_{self.duet_side}")
         return "-".join(parts) + f"-{digest}"
 
 
@@ -102,6 +108,7 @@ def _slug(text: str) -> str:
 def plan(spec: Spec) -> list[Case]:
     """Cartesian product of the spec's axes, in a stable order (setup outermost, load innermost)."""
     cases = []
+    duet.check_spec(spec)
     for name in spec.sensor.engine:
         registry.check_name(name)
     axes = itertools.product(
@@ -116,12 +123,25 @@ def plan(spec: Spec) -> list[Case]:
                     rules=rules)
         samples = tuple(Sample(case.case_id, k) for k in range(spec.samples))
         cases.append(dataclasses.replace(case, samples=samples))
+    if spec.mode == "duet":
+        cases = _duet_sides(cases, spec.samples)
     ids = [c.case_id for c in cases]
     if len(set(ids)) != len(ids):  # only when the spec repeats a value within an axis
         dup = sorted({i for i in ids if ids.count(i) > 1})
         raise SpecError(f"the spec lists the same case twice ({', '.join(dup)}).",
                         fix="remove the repeated value from its axis.")
     return cases
+
+
+def _duet_sides(cases: list[Case], samples: int) -> list[Case]:
+    """A duet's cases as sides a and b: the two values of its one two-valued axis in the order written,
+    or the one case twice (A/A). `duet.check_spec` has ruled out every other shape."""
+    pair = cases * 2 if len(cases) == 1 else cases
+    out = []
+    for side, case in zip(duet.SIDES, pair):
+        tagged = dataclasses.replace(case, duet_side=side)
+        out.append(dataclasses.replace(tagged, samples=tuple(Sample(tagged.case_id, k) for k in range(samples))))
+    return out
 
 
 def run_order(cases: list[Case], order: str) -> list[tuple[Case, Sample]]:

@@ -341,6 +341,9 @@ class Spec(_Frozen):
     # The order samples run in: "cases" (each case's samples in a row) or "interleaved" (round-robin over
     # the cases: s0 of every case, then s1 …), so a host's drift over minutes falls on every case alike.
     order: Literal["cases", "interleaved"] = "cases"
+    # "duet": two sensors side by side on the one replay (docs/architecture.md, "Duet"): exactly one axis of
+    # idsbench.duet.SIDE_AXES has two values (sides a and b, in the order written), or none (an A/A duet)
+    mode: Literal["single", "duet"] = "single"
     traffic: Traffic = Field(default_factory=Traffic)
     sensor: Sensor = Field(default_factory=Sensor)
     setup: Setup = Field(default_factory=Setup)
@@ -353,12 +356,14 @@ class Spec(_Frozen):
 
     @model_serializer(mode="wrap")
     def _without_absent_hosts(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Specs without [hosts] or `order` dump as before these existed (resume compares dumps)."""
+        """Specs without [hosts], `order` or `mode` dump as before these existed (resume compares dumps)."""
         data: dict[str, Any] = handler(self)
         if data.get("hosts", 0) is None:
             data.pop("hosts")
         if data.get("order") == "cases":
             data.pop("order")
+        if data.get("mode") == "single":
+            data.pop("mode")
         return data
 
     def resolve_path(self, ref: str) -> Path:
@@ -373,7 +378,7 @@ def _location(err: ErrorDetails) -> str:
 
 def spec_from_dict(data: dict[str, Any], *, source: str = "spec", base_dir: Path = Path(".")) -> Spec:
     try:
-        return Spec.model_validate({**data, "base_dir": base_dir})
+        spec = Spec.model_validate({**data, "base_dir": base_dir})
     except ValidationError as exc:
         lines = []
         for err in exc.errors():
@@ -386,6 +391,10 @@ def spec_from_dict(data: dict[str, Any], *, source: str = "spec", base_dir: Path
             f"{source} is not a valid idsbench spec: " + "; ".join(lines) + ".",
             fix="correct those keys; examples/quick.toml shows every section.",
         ) from exc
+    from idsbench.duet import check_spec
+
+    check_spec(spec)  # a duet that cannot run is refused at load, naming the fix
+    return spec
 
 
 def load_spec(path: str | Path) -> Spec:

@@ -46,6 +46,7 @@ class CaseParams(Record):
     sender: str = "tcpreplay"
     config: str = "default"
     rules: str = "default"  # the ruleset (sensor.rulesets) the case ran with
+    duet_side: str | None = None  # mode = "duet": the side ("a" or "b") this case is (idsbench.duet)
 
 
 class PlannedCase(CaseParams):
