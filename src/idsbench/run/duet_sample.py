@@ -11,6 +11,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from idsbench.accounting import waterfall_of
 from idsbench.duet import DuetPair
 from idsbench.errors import IdsbenchError
 from idsbench.plan import Case
@@ -128,9 +129,9 @@ class DuetSampleRun:
             summary = summaries[name]
             trial = out.side(name).outcome if out else None
             cpu = trial.cpu if trial else None
-            wf = trial.waterfall if trial else None
-            counters = summary.sensor.counters
+            counters = summary.sensor.counters  # the final counters: what the side's verdict judged
             sent = summary.replay.sent_pkts if summary.replay else 0
+            wf = waterfall_of(sent, summary.wire, counters, summary.invisible) if trial else None
             lost = (wf.lost_pkts + max(0, wf.unaccounted_pkts)) if wf else 0
             slot = duet.placement.slots[slot_of(name, self.index)] if duet else None
             sides.append(DuetSideRecord(
