@@ -3,10 +3,11 @@
 Run as root: `.venv/bin/python benchmarks/bench_duet.py [--part all|mirror|placement|aa|diff|engines]
 [--reps N] [--samples N]`. Every part prints its figures beside the references:
 
-- mirror: what copying the wire costs and who pays it — the sender's cgroup CPU per packet (where the
-  NET_RX softirq of the copies is charged on this kernel) and each CPU's softirq time over a fixed-rate
-  replay through one veth, the tc-mirred hub and the bridge hub; exactness (every frame on both ends).
-- placement: an A/A duet (6 samples) with both sensors sharing CPU 1 at 0.5 CPU each (sender on CPU 0)
+- mirror: what copying the wire costs and who pays it — the sender's cgroup CPU per packet at top speed
+  (where the NET_RX softirq of the copies is charged on this kernel), each CPU's softirq ticks and NET_RX
+  softirq count, through one veth, the eBPF hub (random copy order), tc mirred and the bridge hub; and
+  exactness (every frame on both ends).
+- placement: an A/A duet (6 samples) with both sensors sharing CPU 1 (sender on CPU 0)
   and with one CPU each (sender floating): the ratio's CI width decides `duet_place.TWO_CPU_DEFAULT`.
 - aa: an A/A pair, `--reps` repetitions of three methods with the same wall-time budget: sequential
   unpaired (two identical cases one after the other, `compare`'s effect), sequential interleaved-paired
@@ -79,7 +80,7 @@ def load() -> str:
 def base_doc(args: argparse.Namespace, name: str, samples: int) -> dict[str, object]:
     return {"name": name, "samples": samples, "timing": {"settle_s": 0.3},
             "traffic": {"traces": [str(args.trace)], "rate": {"pps": args.pps}, "duration_s": args.duration},
-            "sensor": {"ground_truth": False, "set": {"af-packet.0.threads": 1}}}
+            "sensor": {"ground_truth": False, "set": {"af-packet.0.threads": 1, "af-packet.0.ring-size": 16384}}}
 
 
 def with_rules(doc: dict[str, object], rules: dict[str, list[str]]) -> dict[str, object]:
@@ -184,9 +185,9 @@ def costly_rules(path: Path, count: int) -> Path:
 
 def part_mirror(args: argparse.Namespace) -> list[str]:
     """Sender CPU per packet and each CPU's softirq time through each wire (no sensor)."""
-    print(f"\n== mirror cost ({load()}): {args.mirror_pkts} packets at {args.mirror_pps} pps from CPU 0")
+    print(f"\n== mirror cost ({load()}): ~{args.mirror_pkts} packets at top speed from CPU 0 (no sensor)")
     misses = []
-    for method in ("single", "mirred", "bridge"):
+    for method in ("single", "bpf", "mirred", "bridge"):
         with TeardownStack(settings.state_dir()) as stack:
             sup = Supervisor(stack)
             if method == "single":
@@ -200,29 +201,40 @@ def part_mirror(args: argparse.Namespace) -> list[str]:
             group = cgroups.create(f"{PREFIX}-mirror-{method}", realtime=True)
             stack.push(cgroups.CgroupResource.of(group))
             before_rx = [rx_pkts(pid, ifname) for pid, ifname in ends]
-            soft0 = softirq_jiffies()
+            soft0, net0 = softirq_jiffies(), net_rx_counts()
             cpu0 = group.cpu_usage_ns()
             info = read_info(args.trace, cache_dir=settings.cache_dir())
-            job = ReplayJob(sender_if, (args.trace,), Rate(kind="pps", value=args.mirror_pps), 1,
-                            args.mirror_pkts / args.mirror_pps, info.packets, info.duration_s, info.bytes, cpus=(0,))
+            job = ReplayJob(sender_if, (args.trace,), Rate(kind="topspeed"), max(1, args.mirror_pkts // info.packets),
+                            None, info.packets, info.duration_s, info.bytes, cpus=(0,))
             run = run_senders(sup, get_sender("native"), job, Path(tempfile.mkdtemp(prefix="ibk-mirror-")),
                               netns=sender_ns, timeout_s=120, cgroup_procs=group.procs_files)
             sent = sum(r.pkts_sent for r in run.results)
             cpu_s = (group.cpu_usage_ns() - cpu0) / 1e9
             soft = [b - a for a, b in zip(soft0, softirq_jiffies())]
+            net = [b - a for a, b in zip(net0, net_rx_counts())]
+            pps = max((r.pps for r in run.results), default=0.0)
             got = [rx_pkts(pid, ifname) - before for (pid, ifname), before in zip(ends, before_rx)]
         exact = all(g == sent for g in got)
         print(f"  {method:<7} sent {sent:>8,}  received {'/'.join(f'{g:,}' for g in got):<18} "
-              f"sender cgroup {cpu_s / sent * 1e6 if sent else 0:6.3f} us/pkt  softirq jiffies per CPU {soft}"
+              f"{pps / 1e3:6.0f}k pps, sender cgroup {cpu_s / sent * 1e6 if sent else 0:6.3f} us/pkt; per CPU: "
+              f"softirq ticks {soft}, NET_RX softirqs {net}"
               f"{'' if exact else '  NOT EXACT'}")
-        if method == "mirred" and not exact:
-            misses.append(f"the mirred hub lost frames ({got} of {sent})")
+        if method in ("bpf", "mirred") and not exact:
+            misses.append(f"the {method} hub lost frames ({got} of {sent})")
     return misses
 
 
 def rx_pkts(pid: int, ifname: str) -> int:
     counters = iface_counters(pid, ifname)
     return counters.rx_pkts + counters.rx_dropped if counters else -1
+
+
+def net_rx_counts() -> list[int]:
+    """Per CPU, how many NET_RX softirqs ran (/proc/softirqs)."""
+    for line in Path("/proc/softirqs").read_text().splitlines():
+        if line.strip().startswith("NET_RX:"):
+            return [int(x) for x in line.split()[1:]]
+    return []
 
 
 def softirq_jiffies() -> list[int]:
@@ -263,16 +275,17 @@ def main() -> int:
     ap.add_argument("--seq-samples", type=int, default=0, help="samples per case for the sequential methods "
                     "(default: as many as fit in the duet's wall time)")
     ap.add_argument("--trace", type=Path, default=TRACE)
-    ap.add_argument("--pps", type=int, default=20000)
+    ap.add_argument("--pps", type=int, default=50000)
     ap.add_argument("--duration", type=float, default=8.0)
     ap.add_argument("--costly", type=int, default=12, help="PCRE rules side b adds in the diff part")
-    ap.add_argument("--mirror-pps", type=int, default=100000)
     ap.add_argument("--mirror-pkts", type=int, default=500000)
+    ap.add_argument("--keep", type=Path, help="keep the campaigns in this directory (default: a temporary one)")
     args = ap.parse_args()
     misses: list[str] = []
     parts = ("mirror", "placement", "aa", "diff", "engines") if args.part == "all" else (args.part,)
     with tempfile.TemporaryDirectory(prefix="idsbench-bench-duet-") as tmp_name:
-        tmp = Path(tmp_name)
+        tmp = args.keep or Path(tmp_name)
+        tmp.mkdir(parents=True, exist_ok=True)
         if "mirror" in parts:
             misses += part_mirror(args)
         if "placement" in parts:

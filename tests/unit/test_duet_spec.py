@@ -104,7 +104,8 @@ def test_swap_schedule_alternates_and_balances():
 def test_placement_two_cpus_both_ways():
     shared = place([0, 1], None, kind="shared")
     assert shared.sender_cpus == (0,) and [s.cpus for s in shared.slots] == [(1,), (1,)]
-    assert [s.quota for s in shared.slots] == [0.5, 0.5] and shared.note is None
+    assert [s.quota for s in shared.slots] == [None, None] and shared.note is None
+    assert [s.quota for s in place([0, 1], 0.3, kind="shared").slots] == [0.3, 0.3]
     split = place([0, 1], None, kind="split")
     assert split.sender_cpus == (0, 1) and [s.cpus for s in split.slots] == [(0,), (1,)]
     assert [s.quota for s in split.slots] == [None, None]
@@ -120,7 +121,7 @@ def test_placement_more_cpus_splits_and_keeps_the_sender_apart():
 
 def test_placement_one_cpu_and_an_oversized_quota_say_so():
     p = place([0], None)
-    assert p.kind == "shared" and p.slots[0].cpus == (0,) and p.slots[0].quota == 0.5
+    assert p.kind == "shared" and p.slots[0].cpus == (0,) and p.slots[0].quota is None
     crowded = place([0, 1], 0.8, kind="shared")
     assert crowded.note and "more than the set holds" in crowded.note
 

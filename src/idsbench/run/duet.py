@@ -95,7 +95,7 @@ class DuetDeps:
     make_mirror: Callable[[Supervisor, str, int, tuple[str | None, str | None], str], Mirror] = real_mirror
     make_monitor: Callable[[Path, float, MirrorEnds, Sequence[tuple[str, int, CgroupStats | None]], Sequence[Source]],
                            Monitor] = real_duet_monitor
-    mirror: str = "mirred"                     # wire/mirror.py MIRROR_METHODS
+    mirror: str = "bpf"                        # wire/mirror.py MIRROR_METHODS
     placement: PlacementKind | None = None     # None: run/duet_place.py chooses (the benchmark forces one)
 
 

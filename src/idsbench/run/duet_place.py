@@ -2,11 +2,15 @@
 
 Each sensor runs in its own cgroup with identical limits. Placements:
 - `split`: each slot pinned to its own CPUs (half the sensor CPUs each), no quota beyond the case's;
-- `shared`: both slots on the same CPUs with equal quotas (the case's `cpus`, else half the set each).
+- `shared`: both slots on the same CPUs with equal limits: the case's `cpus` as each one's quota, else no
+  quota — two cgroups of equal weight, which the scheduler gives equal shares when both are busy, without
+  a hard cap that throttles a sensor catching up after the host delayed it (measured: with 0.5 CPU each,
+  the side that started first dropped 45,124 of 400,000 packets in one of six samples at 50k pps).
 With three or more CPUs the sender keeps the first (as a single sample's `split_cpus`) and the sensors
 split the rest. With two, the placement is chosen by measurement (benchmarks/bench_duet.py, the A/A
 ratio's CI width; docs/architecture.md "Duet"): `TWO_CPU_DEFAULT`. `shared` there = sender on CPU 0,
-both sensors on CPU 1 at 0.5 each; `split` = one CPU each, the sender floating over both.
+both sensors on CPU 1; `split` = one CPU each, the sender floating over both (measured: the native
+sender's spinning SCHED_FIFO threads starve the sensor that shares their CPU — not one sample exact).
 
 The sides swap slots — CPUs, mirror order (slot 0 gets the first copy), start order (slot 0 starts
 first) — between samples: side a takes slot 0 in even samples and slot 1 in odd ones, so any
@@ -78,9 +82,9 @@ def _split(pool: list[int], sender: list[int], cpus: float | None) -> DuetPlacem
 
 
 def _shared(pool: list[int], sender: list[int], cpus: float | None) -> DuetPlacement:
-    quota = cpus if cpus is not None else len(pool) / 2
+    quota = cpus
     note = None
-    if 2 * quota > len(pool) + 1e-9:
+    if quota is not None and 2 * quota > len(pool) + 1e-9:
         note = (f"the two sensors share CPU {_cpus(tuple(pool))} with {quota:g} CPU each, more than the set holds: "
                 "when both are busy they get less than their quota")
     return DuetPlacement("shared", tuple(sender), (Slot(0, tuple(pool), quota), Slot(1, tuple(pool), quota)), note)

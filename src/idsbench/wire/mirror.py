@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from idsbench import proc
 from idsbench.proc import Child, Supervisor
 from idsbench.teardown import TeardownStack
+from idsbench.wire.impair import _insn, attach_classifier
 from idsbench.wire.netns import (
     SENDER_IF,
     SENSOR_IF,
@@ -44,7 +45,8 @@ from idsbench.wire.netns import (
     wait_in_netns,
 )
 
-MIRROR_METHODS = ("mirred", "bridge")
+MIRROR_METHODS = ("bpf", "mirred", "bridge")
+FUNC_GET_PRANDOM_U32, FUNC_CLONE_REDIRECT, FUNC_REDIRECT = 7, 13, 23
 HUB_IN = "ibin0"
 HUB_PORTS = ("ibp0", "ibp1")
 BRIDGE = "ibbr0"
@@ -110,8 +112,12 @@ class MirrorWire:
         for port, ns in zip(HUB_PORTS, sensor_ns):
             _veth(stack, hub_ns, port, ns, SENSOR_IF, self.mtu)
             proc.run(["ip", "-n", ns, "link", "set", SENSOR_IF, "promisc", "on"])
-        for argv in mirror_argv(self.method):
-            proc.run(argv, netns=hub_ns)
+        if self.method == "bpf":
+            index = [_ifindex(hub_ns, port) for port in HUB_PORTS]
+            attach_classifier(hub_ns, HUB_IN, mirror_program(index[0], index[1]), "ingress")
+        else:
+            for argv in mirror_argv(self.method):
+                proc.run(argv, netns=hub_ns)
         sender_pid, hub_pid = self._holder(sender_ns), self._holder(hub_ns)
         slot_pids = [self._holder(ns) for ns in sensor_ns]
         slots = tuple(WireEnds(sender_ns, SENDER_IF, ns, SENSOR_IF, self.mtu, sender_pid, pid)
@@ -124,6 +130,30 @@ class MirrorWire:
         self.holders.append(child)
         wait_in_netns(child.pid, ns)
         return child.pid
+
+
+def mirror_program(first: int, second: int) -> bytes:
+    """eBPF (tc direct action): per frame a random bit picks which port gets the copy first — a clone
+    to one (`bpf_clone_redirect`, egress), the frame itself to the other (`bpf_redirect`)."""
+    def branch(a: int, b: int) -> list[bytes]:
+        return [_insn(0xBF, dst=1, src=6),               # r1 = skb
+                _insn(0xB7, dst=2, imm=a), _insn(0xB7, dst=3, imm=0),
+                _insn(0x85, imm=FUNC_CLONE_REDIRECT),    # clone to port a (egress)
+                _insn(0xB7, dst=1, imm=b), _insn(0xB7, dst=2, imm=0),
+                _insn(0x85, imm=FUNC_REDIRECT),          # the frame to port b: r0 = TC_ACT_REDIRECT
+                _insn(0x95)]
+    first_branch = branch(first, second)
+    return b"".join([
+        _insn(0xBF, dst=6, src=1),                       # r6 = skb (kept across calls)
+        _insn(0x85, imm=FUNC_GET_PRANDOM_U32),
+        _insn(0x57, dst=0, imm=1),                       # r0 &= 1
+        _insn(0x55, dst=0, off=len(first_branch), imm=0),  # if r0 != 0: the other order
+        *first_branch, *branch(second, first)])
+
+
+def _ifindex(ns: str, ifname: str) -> int:
+    out = proc.run(["ip", "-n", ns, "-o", "link", "show", ifname]).stdout
+    return int(out.split(":", 1)[0])
 
 
 def _veth(stack: TeardownStack, ns_a: str, if_a: str, ns_b: str, if_b: str, mtu: int) -> None:
