@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from idsbench import duet
 from idsbench.errors import SpecError
 from idsbench.sensors import registry
 from idsbench.spec import Rate, Spec, parse_size
@@ -18,7 +19,7 @@ from idsbench.spec import Rate, Spec, parse_size
 # Parameters left out of a case id's digest when they have these values (ids of campaigns made
 # before the parameter existed stay the same).
 DIGEST_DEFAULTS: dict[str, object] = {"engine": "suricata", "sender": "tcpreplay", "config": "default",
-                                      "rules": "default", "threads": None}
+                                      "rules": "default", "threads": None, "duet_side": None}
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class Case:
     rules: str = "default"       # the ruleset's name (sensor.rulesets or the trace's own rules; Spec.trace_rulesets),
                                  # "default" without a ruleset axis
     threads: int | str | None = None  # sensor.threads: a worker count, "auto", None = one per allocated CPU
+    duet_side: str | None = None  # mode = "duet": "a" or "b" (idsbench.duet), None otherwise
     samples: tuple[Sample, ...] = field(default=(), compare=False)
 
     @property
@@ -71,6 +73,7 @@ class Case:
             "config": self.config,
             "rules": self.rules,
             "threads": self.threads,
+            "duet_side": self.duet_side,
         }
 
     @property
@@ -92,6 +95,8 @@ class Case:
             parts.append(f"m{_slug(self.memory)}")
         if self.threads is not None:
             parts.append(f"t{_slug(str(self.threads))}")
+        if self.duet_side is not None:
+            parts.append(f"duet_{self.duet_side}")
         return "-".join(parts) + f"-{digest}"
 
 
@@ -128,6 +133,7 @@ def plan(spec: Spec) -> list[Case]:
     setup, cpus, memory, trace, rate, replayers, rules, and threads innermost (a trace that names its own
     rules has that one ruleset instead of the sensor.rules axis)."""
     check_names(spec)
+    duet.check_spec(spec)
     cases = []
     axes = itertools.product(
         spec.sensor.engine, spec.sensor.config, spec.traffic.sender, spec.setup.kinds, spec.setup.cpus,
@@ -141,12 +147,25 @@ def plan(spec: Spec) -> list[Case]:
                         rules=rules, threads=threads)
             samples = tuple(Sample(case.case_id, k) for k in range(spec.samples))
             cases.append(dataclasses.replace(case, samples=samples))
+    if spec.mode == "duet":
+        cases = _duet_sides(cases, spec.samples)
     ids = [c.case_id for c in cases]
     if len(set(ids)) != len(ids):  # only when the spec repeats a value within an axis
         dup = sorted({i for i in ids if ids.count(i) > 1})
         raise SpecError(f"the spec lists the same case twice ({', '.join(dup)}).",
                         fix="remove the repeated value from its axis.")
     return cases
+
+
+def _duet_sides(cases: list[Case], samples: int) -> list[Case]:
+    """A duet's cases as sides a and b: the two values of its one two-valued axis in the order written,
+    or the one case twice (A/A). `duet.check_spec` has ruled out every other shape."""
+    pair = cases * 2 if len(cases) == 1 else cases
+    out = []
+    for side, case in zip(duet.SIDES, pair):
+        tagged = dataclasses.replace(case, duet_side=side)
+        out.append(dataclasses.replace(tagged, samples=tuple(Sample(tagged.case_id, k) for k in range(samples))))
+    return out
 
 
 def interleaved_rounds(cases: list[Case], seed: int | None = None) -> list[list[tuple[Case, Sample]]]:

@@ -411,6 +411,9 @@ class Spec(_Frozen):
     # when more than one case has more than one sample (run/order.py). The order a campaign runs in is
     # recorded in campaign.json's `order`, not in its spec dump (older campaigns: their spec's, else "cases").
     order: Literal["cases", "interleaved"] | None = None
+    # "duet": two sensors side by side on the one replay (docs/architecture.md, "Duet"): exactly one axis of
+    # idsbench.duet.SIDE_AXES has two values (sides a and b, in the order written), or none (an A/A duet)
+    mode: Literal["single", "duet"] = "single"
     traffic: Traffic = Field(default_factory=Traffic)
     sensor: Sensor = Field(default_factory=Sensor)
     setup: Setup = Field(default_factory=Setup)
@@ -430,6 +433,8 @@ class Spec(_Frozen):
         if data.get("hosts", 0) is None:
             data.pop("hosts")
         data.pop("order", None)
+        if data.get("mode") == "single":
+            data.pop("mode")
         return data
 
     def trace_rulesets(self) -> list[tuple[str, list[tuple[str, list[str]]]]]:
@@ -468,7 +473,7 @@ def _location(err: ErrorDetails) -> str:
 
 def spec_from_dict(data: Mapping[str, object], *, source: str = "spec", base_dir: Path = Path(".")) -> Spec:
     try:
-        return Spec.model_validate({**data, "base_dir": base_dir})
+        spec = Spec.model_validate({**data, "base_dir": base_dir})
     except ValidationError as exc:
         lines = []
         for err in exc.errors():
@@ -481,6 +486,10 @@ def spec_from_dict(data: Mapping[str, object], *, source: str = "spec", base_dir
             f"{source} is not a valid idsbench spec: " + "; ".join(lines) + ".",
             fix="correct those keys; examples/quick.toml shows every section.",
         ) from exc
+    from idsbench.duet import check_spec
+
+    check_spec(spec)  # a duet that cannot run is refused at load, naming the fix
+    return spec
 
 
 def load_spec(path: str | Path) -> Spec:

@@ -26,7 +26,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
                     "Each is a campaign directory, or a campaign id (or unique name) in the result index.",
     )
     p.add_argument("base", help="baseline: campaign directory, or campaign id in the index")
-    p.add_argument("contender", help="contender: campaign directory, or campaign id in the index")
+    p.add_argument("contender", nargs="?",
+                   help="contender: campaign directory, or campaign id in the index; left out when BASE is a "
+                        "mode = \"duet\" campaign: its side a against side b, CPU per packet judged on the "
+                        "paired per-sample ratios")
     p.add_argument("--root", type=Path, default=DEFAULT_ROOT,
                    help="results root whose index.duckdb resolves campaign ids (default results/)")
     p.add_argument("--format", choices=("table", "json", "csv", "html"), default="table",
@@ -59,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.min_effect > 0:
         raise SpecError(f"--min-effect {args.min_effect} is not a positive percentage.",
                         fix="give the smallest relevant change in percent, e.g. --min-effect 2.")
+    if args.contender is None:
+        return _duet(args)
     (b_name, b_rows), (c_name, c_rows) = _cases(args.base, args.root), _cases(args.contender, args.root)
     cmp = compare_tables(b_name, b_rows, c_name, c_rows, min_effect_pct=args.min_effect)
     if not cmp.rows:
@@ -78,3 +83,26 @@ def run(args: argparse.Namespace) -> int:
     print(f"gate: {len(result.failures)} of {result.checked} condition(s) failed "
           f"({', '.join(map(str, conditions))})", file=sys.stderr)
     return 1 if result.failures else 0
+
+
+def _duet(args: argparse.Namespace) -> int:
+    """`compare DUET`: a duet campaign's side a against its side b (report/duet_out.py)."""
+    from idsbench.analysis.duet import duet_results
+    from idsbench.report import duet_out
+
+    if args.fail_on is not None:
+        raise SpecError("--fail-on compares two campaigns; a duet campaign's verdict is its pair row's duet_verdict.",
+                        fix="drop --fail-on, or compare two campaigns.")
+    if not Path(args.base).is_dir():
+        raise SpecError(f"compare with one argument takes a duet campaign directory; {args.base} is none.",
+                        fix="give BASE and CONTENDER, or the directory of a mode = \"duet\" campaign.")
+    campaign = load_campaign(args.base)
+    results = duet_results(campaign, min_effect_pct=args.min_effect)
+    if not results:
+        raise SpecError(f"{args.base} is no duet campaign (it has no duet/ pair records), so it has nothing to "
+                        "compare on its own.", fix="give a second campaign to compare it with.")
+    rows = case_table(campaign)
+    for result in results:
+        cmp = duet_out.duet_comparison(campaign.name, rows, result)
+        sys.stdout.write(duet_out.compare_text(args.format, cmp, result))
+    return 0

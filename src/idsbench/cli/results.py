@@ -9,8 +9,9 @@ from pathlib import Path
 
 from idsbench.analysis import case_table
 from idsbench.analysis.cases import DEFAULT_CV_THRESHOLD
+from idsbench.analysis.duet import with_duet
 from idsbench.errors import SpecError
-from idsbench.report import tables
+from idsbench.report import duet_out, tables
 from idsbench.store.index_paths import DEFAULT_ROOT
 from idsbench.store.reader import load_campaign
 from idsbench.store.schema import CaseResult
@@ -59,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(rules_out.render(args.format, campaign))
         return 0
     rows = case_table(campaign, cv_threshold=args.cv_threshold)
-    sys.stdout.write(_render(args.format, rows))
+    rows, pairs = with_duet(campaign, rows)  # a duet campaign: side rows marked, one row per pair
+    sys.stdout.write(duet_out.results_text(args.format, rows, pairs) if pairs else _render(args.format, rows))
     for warning in campaign.warnings:
         print(f"idsbench: warning: {warning}", file=sys.stderr)
     return 0

@@ -10,6 +10,7 @@ from typing import Any
 from idsbench import __version__
 from idsbench.analysis import case_table, overhead
 from idsbench.analysis.compare import MetricDelta
+from idsbench.analysis.duet import with_duet
 from idsbench.analysis.overhead import Overhead
 from idsbench.analysis.profile import case_profile
 from idsbench.analysis.search import HOST_MOVED, repeat_fields, sensor_cost
@@ -20,10 +21,11 @@ from idsbench.probe.diff import load as load_probe
 from idsbench.probe.render import facts
 from idsbench.probe.warnings import warnings as probe_warnings
 from idsbench.profile.perf import RECORD_EVENT
-from idsbench.report import export, rules_out, tables
+from idsbench.report import duet_out, export, rules_out, tables
 from idsbench.report.ab import ab_section
 from idsbench.report.casedata import degraded, engine_version
 from idsbench.report.compare_out import verdict_text
+from idsbench.report.duet import duet_section
 from idsbench.report.engines import engine_section
 from idsbench.report.figures import build_figures
 from idsbench.report.fmt import load_label
@@ -52,8 +54,9 @@ def write_report(campaign_dir: Path | str, *, baseline: str = "baremetal",
     campaign = load_campaign(root)
     rows = case_table(campaign, cv_threshold=cv_threshold)
     (root / "tables").mkdir(exist_ok=True)
-    (root / "tables" / "cases.json").write_text(tables.to_json(rows))
-    (root / "tables" / "cases.csv").write_text(tables.to_csv(rows))
+    rows, pairs = with_duet(campaign, rows)  # a duet campaign: its pair rows join the tables
+    (root / "tables" / "cases.json").write_text(duet_out.results_text("json", rows, pairs) if pairs else tables.to_json(rows))
+    (root / "tables" / "cases.csv").write_text(duet_out.results_text("csv", rows, pairs) if pairs else tables.to_csv(rows))
     colors = setup_colors([r.params.setup for r in rows])
     over = overhead(campaign, baseline)
     figs = build_figures(campaign, rows, colors, root / "figures", baseline=baseline, overhead_rows=over)
@@ -77,6 +80,7 @@ def write_report(campaign_dir: Path | str, *, baseline: str = "baremetal",
         waterfall=_waterfall_table(campaign, [r for r in rows if r.samples]),
         profiles=profiles, profile_event=RECORD_EVENT, ab=ab_section(campaign, rows),
         rule_costs=rules_out.report_views(campaign), compared=_axis_views(rows),
+        duet=duet_section(campaign, root / "figures"),
     )
     out = root / REPORT_FILE
     out.write_text(html)

@@ -25,6 +25,8 @@ REPORT_FILE = "report.html"
 SEARCH_DIR = "search"          # <campaign>/search/<case_id>/search.json + trial directories
 SEARCH_FILE = "search.json"
 TRUTH_DIR = "truth"            # <campaign>/truth/<case_id>.json: the offline ground truth of a case
+DUET_DIR = "duet"              # <campaign>/duet/<pair_id>/s<k>/duet.json + monitor.csv (both sides)
+DUET_FILE = "duet.json"
 KEPT_ON_RESUME = ("ok", "invalid", "oom")
 
 
@@ -45,6 +47,10 @@ class CampaignDir:
 
     def sample_dir(self, case_id: str, index: int) -> Path:
         return self.case_dir(case_id) / f"s{index}"
+
+    def duet_sample_dir(self, pair_id: str, index: int) -> Path:
+        """A duet sample's pair-level directory (store/duet.py)."""
+        return self.root / DUET_DIR / pair_id / f"s{index}"
 
     def is_complete(self, case_id: str, index: int) -> bool:
         return (self.sample_dir(case_id, index) / SUMMARY_FILE).is_file()

@@ -44,6 +44,7 @@ class CaseParams(Record):
     config: str = "default"
     rules: str = "default"  # the ruleset (sensor.rulesets) the case ran with
     threads: int | str | None = None  # sensor.threads: a worker count, "auto"; None: one per allocated CPU
+    duet_side: str | None = None  # mode = "duet": the side ("a" or "b") this case is (idsbench.duet)
 
 
 class PlannedCase(CaseParams):
@@ -539,6 +540,8 @@ class CaseResult(Record):
     alerts_by_sid: dict[int, Number] = Field(default_factory=dict)  # per signature: median alerts (ok samples)
     sensor_threads: int | None = None  # the worker threads the sensor ran (as it reported; else as asked)
     host_side: HostSideFigures | None = None  # [profile]: the host's side of a VM/container (None: not profiled)
+    duet_side: str | None = None  # mode = "duet": the side ("a" or "b") this case ran as (analysis.duet)
+    duet_pair: str | None = None  # and the id its pair row and both sides' rows share
     # each metric's per-sample values (ok samples, in sample order): what effect sizes resample
     # (analysis.effect); not part of `to_row()`
     values: dict[str, tuple[float | None, ...]] = Field(default_factory=dict)
@@ -555,6 +558,8 @@ class CaseResult(Record):
         if self.engines is not None:
             out.update(self.engines.row())
         out["alerts_by_sid"] = {str(sid): _tidy(n) for sid, n in sorted(self.alerts_by_sid.items())}
+        if self.duet_side is not None:
+            out.update({"duet_side": self.duet_side, "duet_pair": self.duet_pair})
         return out
 
     def to_row(self) -> dict[str, Any]:  # Any: the results contract's JSON object, handed to the exporters

@@ -77,16 +77,22 @@ def load_program(insns: bytes) -> int:
 
 def drop_fraction(ns: str, ifname: str, loss: float) -> None:
     """Drop `loss` of the packets leaving `ifname` (in netns `ns`), before they reach the wire."""
-    fd = load_program(drop_program(loss))
+    attach_classifier(ns, ifname, drop_program(loss), "egress")
+
+
+def attach_classifier(ns: str, ifname: str, insns: bytes, direction: str) -> None:
+    """Load an eBPF classifier and attach it (clsact, direct action) to `ifname`'s `direction`
+    ("ingress" or "egress") in netns `ns`; the filter goes with the namespace."""
+    fd = load_program(insns)
     mnt = Path(tempfile.mkdtemp(prefix="idsbench-bpf-", dir="/run"))
     try:
         proc.run(["mount", "-t", "bpf", "bpf", str(mnt)])
         try:
-            pin = mnt / "drop"
+            pin = mnt / "prog"
             path = ctypes.create_string_buffer(str(pin).encode())
             _bpf(BPF_OBJ_PIN, struct.pack("<QI", ctypes.addressof(path), fd))
             proc.run(["tc", "qdisc", "replace", "dev", ifname, "clsact"], netns=ns)
-            proc.run(["tc", "filter", "replace", "dev", ifname, "egress", "bpf", "da", "pinned", str(pin)], netns=ns)
+            proc.run(["tc", "filter", "replace", "dev", ifname, direction, "bpf", "da", "pinned", str(pin)], netns=ns)
         finally:
             proc.run(["umount", str(mnt)], check=False)
     finally:

@@ -1,0 +1,232 @@
+"""Duet results: the paired cost ratio b/a per sample, its CI over samples (and the spread over
+seconds within each sample), the position asymmetry the swaps cancel, and the verdict.
+
+- Per sample: each side's CPU µs per packet = its cgroup CPU over the common span (replay start → both
+  drained, run/duet.py) / the packets it decoded; the ratio = b / a. Only samples whose two sides are
+  both `ok` count.
+- The pair: the median of the per-sample ratios and its order-statistic CI (a one-sample problem:
+  [x(k), x(n+1-k)], `stats.median_ci`; with 6 samples min..max at 96.9%, `ci_level`).
+- Verdict (`ratio_effect`), the rules of `compare` (analysis/effect.py) on the ratio's CI, with
+  m = min_effect_pct: `same` when the CI lies within 1 ± m%; `higher`/`lower` when it excludes 1 and
+  the median is at least m% off; else `inconclusive` with the samples that would settle it (the CI's
+  half-width shrinking as 1/√n).
+- Per second: the pair's monitor reads both cgroups' CPU and both capture interfaces each interval;
+  a second's ratio = (b's CPU / b's packets received) / (a's CPU / a's packets), over the replay.
+- Position effect (slot 1 / slot 0 cost): with r₀ the median ratio of unswapped samples (a in slot 0)
+  and r₁ of swapped ones, √(r₀ / r₁): the method's asymmetry, which the swaps cancel in the ratio; an
+  A/A duet measures it directly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from idsbench.analysis.effect import DEFAULT_MIN_EFFECT_PCT, MAX_SAMPLES_NEEDED, MIN_SAMPLES_FOR_95, Effect
+from idsbench.analysis.stats import ci_coverage, median, median_ci
+from idsbench.duet import axis_field
+from idsbench.store.duet import DuetSampleRecord, duet_samples, pair_monitor
+from idsbench.store.reader import Campaign
+from idsbench.store.schema import CaseResult
+
+MIN_SECOND_S = 0.5        # monitor intervals shorter than this are left out of the per-second ratios
+MIN_SECOND_SHARE = 0.5    # … and those whose packets are below half the median interval's (replay edges)
+
+
+def ratio_effect(ratios: Sequence[float | None], *, min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT,
+                 level: float = 0.95) -> Effect:
+    """The verdict on paired ratios b/a (one per sample): effect = median − 1 (%), its CI from the
+    order-statistic CI of the median."""
+    vals = [float(r) for r in ratios if r is not None and math.isfinite(r) and r > 0]
+    if not vals:
+        return Effect(None, None, "n/a", level=level, min_effect_pct=min_effect_pct)
+    mid = median(vals)
+    assert mid is not None
+    point = (mid - 1.0) * 100.0
+    if len(vals) < 2:
+        return Effect(point, None, "inconclusive", MIN_SAMPLES_FOR_95, level=level, min_effect_pct=min_effect_pct)
+    lo, hi = median_ci(vals, level) or (mid, mid)
+    ci = ((lo - 1.0) * 100.0, (hi - 1.0) * 100.0)
+    m = min_effect_pct
+    if -m <= ci[0] and ci[1] <= m:
+        return Effect(point, ci, "same", None, level=level, min_effect_pct=m)
+    if ci[0] > 0 and point >= m:
+        return Effect(point, ci, "higher", None, level=level, min_effect_pct=m)
+    if ci[1] < 0 and point <= -m:
+        return Effect(point, ci, "lower", None, level=level, min_effect_pct=m)
+    target = m - abs(point) if abs(point) < m else abs(point)
+    half = (ci[1] - ci[0]) / 2
+    need = MAX_SAMPLES_NEEDED if target <= 0 else math.ceil(len(vals) * (half / target) ** 2)
+    return Effect(point, ci, "inconclusive", int(min(MAX_SAMPLES_NEEDED, max(need, len(vals) + 1))),
+                  level=level, min_effect_pct=m)
+
+
+def per_second_ratios(rows: Sequence[dict[str, float | None]], start_unix: float, end_unix: float) -> list[float]:
+    """Each monitor interval's ratio b/a of CPU per packet received, for intervals ending inside the
+    replay [start, end] (monitor rows `t_unix`, `<side>_sensor_cpu_pct`, `<side>_sensor_rx_pkts`)."""
+    steps = []
+    for prev, cur in zip(rows, rows[1:]):
+        t0, t1 = prev.get("t_unix"), cur.get("t_unix")
+        if t0 is None or t1 is None or not start_unix < t1 <= end_unix + 0.05 or t1 - t0 < MIN_SECOND_S:
+            continue
+        pkts = {s: _delta(prev, cur, f"{s}_sensor_rx_pkts") for s in ("a", "b")}
+        cpu = {s: cur.get(f"{s}_sensor_cpu_pct") for s in ("a", "b")}
+        if any(v is None or v <= 0 for v in (*pkts.values(), *cpu.values())):
+            continue
+        steps.append((min(p for p in pkts.values() if p is not None),
+                      (cpu["b"] or 0.0) / (pkts["b"] or 1) / ((cpu["a"] or 0.0) / (pkts["a"] or 1))))
+    typical = median([p for p, _ in steps])
+    return [r for p, r in steps if typical is None or p >= MIN_SECOND_SHARE * typical]
+
+
+def _delta(prev: dict[str, float | None], cur: dict[str, float | None], key: str) -> float | None:
+    a, b = prev.get(key), cur.get(key)
+    return None if a is None or b is None else b - a
+
+
+@dataclass(frozen=True)
+class DuetSampleFigures:
+    index: int
+    swapped: bool
+    status: str                       # ok when both sides are ok (and counted by the reader)
+    exact: bool                       # both sides exact: no loss, decoded = sent
+    a_us_per_pkt: float | None
+    b_us_per_pkt: float | None
+    ratio: float | None               # b / a
+    seconds: tuple[float, ...]        # the per-second ratios over the replay
+    second_median: float | None
+    second_ci: tuple[float, float] | None
+
+
+@dataclass(frozen=True)
+class DuetResult:
+    pair_id: str
+    axis: str | None                  # the side axis that differs; None: A/A
+    a_case: str
+    b_case: str
+    a_value: str | None               # the axis's value on each side
+    b_value: str | None
+    samples: tuple[DuetSampleFigures, ...]
+    ratio: float | None               # median of the per-sample ratios
+    ratio_ci: tuple[float, float] | None
+    ci_level: float
+    effect: Effect
+    position: float | None            # slot 1 / slot 0 cost (the method's asymmetry)
+    placement: str
+    mirror: str
+
+    @property
+    def n(self) -> int:
+        return sum(1 for s in self.samples if s.ratio is not None)
+
+    @property
+    def exact(self) -> int:
+        return sum(1 for s in self.samples if s.exact)
+
+    @property
+    def seconds(self) -> list[float]:
+        return [r for s in self.samples for r in s.seconds]
+
+
+def _us(cpu_s: float | None, pkts: int) -> float | None:
+    return cpu_s / pkts * 1e6 if cpu_s is not None and cpu_s > 0 and pkts > 0 else None
+
+
+def sample_figures(campaign: Campaign, rec: DuetSampleRecord) -> DuetSampleFigures:
+    a, b = rec.side("a"), rec.side("b")
+    ok_samples = {(s.case_id, s.index) for s in campaign.samples if s.status == "ok"}
+    both_ok = a is not None and b is not None and all((s.case_id, rec.sample) in ok_samples for s in (a, b))
+    us_a = _us(a.cpu_s, a.processed_pkts) if a else None
+    us_b = _us(b.cpu_s, b.processed_pkts) if b else None
+    ratio = us_b / us_a if both_ok and us_a and us_b else None
+    seconds: list[float] = []
+    if both_ok and rec.span_start_unix is not None:
+        end = _replay_end(campaign, a.case_id if a else "", rec.sample) or rec.span_end_unix or rec.span_start_unix
+        seconds = per_second_ratios(pair_monitor(campaign.root, rec.pair_id, rec.sample), rec.span_start_unix, end)
+    return DuetSampleFigures(
+        index=rec.sample, swapped=rec.swapped, status="ok" if both_ok else (rec.status if rec.status != "ok" else "incomplete"),
+        exact=both_ok and bool(a and b and a.exact and b.exact), a_us_per_pkt=us_a, b_us_per_pkt=us_b, ratio=ratio,
+        seconds=tuple(seconds), second_median=median(seconds), second_ci=median_ci(seconds))
+
+
+def _replay_end(campaign: Campaign, case_id: str, index: int) -> float | None:
+    for s in campaign.samples:
+        if s.case_id == case_id and s.index == index and s.summary.replay is not None:
+            return s.summary.replay.end_unix
+    return None
+
+
+def position_effect(samples: Sequence[DuetSampleFigures]) -> float | None:
+    """√(median ratio unswapped / median ratio swapped): slot 1's cost over slot 0's."""
+    r0 = median([s.ratio for s in samples if not s.swapped])
+    r1 = median([s.ratio for s in samples if s.swapped])
+    return math.sqrt(r0 / r1) if r0 and r1 else None
+
+
+def duet_results(campaign: Campaign, *, min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT) -> list[DuetResult]:
+    """Every duet pair of the campaign (none for a single-mode campaign)."""
+    out = []
+    for pair_id, records in duet_samples(campaign.root).items():
+        if not records:
+            continue
+        first = records[0]
+        a, b = first.side("a"), first.side("b")
+        if a is None or b is None:
+            continue
+        figures = tuple(sample_figures(campaign, r) for r in records)
+        ratios = [f.ratio for f in figures if f.ratio is not None]
+        field = axis_field(first.axis)
+        values = [_param(campaign, c, field) for c in (a.case_id, b.case_id)]
+        out.append(DuetResult(
+            pair_id=pair_id, axis=first.axis, a_case=a.case_id, b_case=b.case_id, a_value=values[0],
+            b_value=values[1], samples=figures, ratio=median(ratios), ratio_ci=median_ci(ratios),
+            ci_level=ci_coverage(len(ratios)) if ratios else 0.0,
+            effect=ratio_effect(ratios, min_effect_pct=min_effect_pct), position=position_effect(figures),
+            placement=first.placement, mirror=first.mirror))
+    return out
+
+
+def _param(campaign: Campaign, case_id: str, field: str | None) -> str | None:
+    if field is None:
+        return None
+    try:
+        return str(getattr(campaign.case(case_id).params, field))
+    except KeyError:
+        return None
+
+
+def _round(x: float | None, digits: int = 6) -> float | None:
+    return None if x is None else round(x, digits)
+
+
+def pair_row(r: DuetResult) -> dict[str, Any]:
+    """The results contract's pair row (`idsbench results --format json`)."""
+    e = r.effect
+    seconds = sorted(r.seconds)
+    spread = None
+    if len(seconds) >= 2:
+        spread = [_round(seconds[int(0.05 * (len(seconds) - 1))]), _round(seconds[math.ceil(0.95 * (len(seconds) - 1))])]
+    return {
+        "case": r.pair_id, "duet_pair": r.pair_id, "duet_axis": r.axis,
+        "duet_ratio": _round(r.ratio), "duet_ratio_ci": [_round(r.ratio_ci[0]), _round(r.ratio_ci[1])] if r.ratio_ci else None,
+        "duet_verdict": e.verdict if e.verdict != "n/a" else "inconclusive",
+        "duet_ratio_ci_level": round(r.ci_level, 4), "duet_effect_pct": _round(e.effect_pct, 4),
+        "duet_min_effect_pct": e.min_effect_pct, "duet_samples_needed": e.samples_needed,
+        "duet_samples": r.n, "duet_samples_exact": r.exact, "duet_a": r.a_case, "duet_b": r.b_case,
+        "duet_a_value": r.a_value, "duet_b_value": r.b_value, "duet_position_ratio": _round(r.position),
+        "duet_seconds": len(seconds), "duet_seconds_ratio_p5_p95": spread,
+        "duet_ratios": [_round(s.ratio) for s in r.samples], "duet_placement": r.placement, "duet_mirror": r.mirror,
+        "status": "ok" if r.n else "no sample with both sides ok",
+    }
+
+
+def with_duet(campaign: Campaign, rows: Sequence[CaseResult], *,
+              min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT) -> tuple[list[CaseResult], list[dict[str, Any]]]:
+    """The case rows with `duet_side`/`duet_pair` on each side's row, and one pair row per duet pair."""
+    results = duet_results(campaign, min_effect_pct=min_effect_pct)
+    side_of = {case: (side, r.pair_id) for r in results for side, case in (("a", r.a_case), ("b", r.b_case))}
+    out = [row.model_copy(update={"duet_side": side_of[row.case][0], "duet_pair": side_of[row.case][1]})
+           if row.case in side_of else row for row in rows]
+    return out, [pair_row(r) for r in results]

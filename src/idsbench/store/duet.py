@@ -1,0 +1,99 @@
+"""A duet sample's pair-level record (`duet/<pair_id>/s<k>/duet.json`) and its reader.
+
+Each side's sample is an ordinary sample of its own case (`cases/<case_id>/s<k>/summary.json`, with
+that side's sensor files and a monitor.csv of its own columns); this record holds what only the pair
+knows: which slot each side took (the swap), where they ran, and each side's CPU time over the span
+both were measured on (the raw inputs of the paired ratio; analysis/duet.py computes it).
+Written last, after both sides' summaries: a duet sample is complete iff it exists.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from pydantic import Field
+
+from idsbench.store.layout import DUET_DIR, DUET_FILE, MONITOR_FILE
+from idsbench.store.schema import Record
+
+
+class DuetSideRecord(Record):
+    side: str                                  # "a" or "b"
+    case_id: str
+    slot: int                                  # 0: the mirror's first copy, started first
+    cpus: tuple[int, ...] | None = None        # the CPUs it was pinned to (None: all)
+    quota: float | None = None                 # its CPU limit in cores (None: none)
+    status: str = "ok"                         # the side's sample verdict
+    cpu_s: float | None = None                 # its cgroup's CPU time over the common span
+    processed_pkts: int = 0                    # packets it decoded (its final counters)
+    sent_pkts: int = 0                         # what the replay sent (the same for both sides)
+    lost_pkts: int = 0                         # every loss of its waterfall, unaccounted included
+    exact: bool = False                        # ok, no loss, decoded = sent
+
+
+class DuetSampleRecord(Record):
+    pair_id: str
+    sample: int
+    axis: str | None = None                    # the side axis that differs (None: A/A)
+    swapped: bool = False                      # side a took slot 1
+    placement: str = "shared"                  # run/duet_place.py: split | shared
+    mirror: str = "mirred"                     # wire/mirror.py method
+    sender_cpus: tuple[int, ...] = ()
+    span_start_unix: float | None = None       # the common span: replay start …
+    span_end_unix: float | None = None         # … to both sides drained
+    sides: tuple[DuetSideRecord, ...] = Field(default_factory=tuple)  # a, then b
+    status: str = "ok"                         # ok when both sides are ok, else the first side's failure
+    reason: str | None = None
+
+    def side(self, name: str) -> DuetSideRecord | None:
+        return next((s for s in self.sides if s.side == name), None)
+
+
+def duet_samples(campaign_root: Path) -> dict[str, list[DuetSampleRecord]]:
+    """Every pair's sample records, by pair id, in sample order (unreadable ones left out)."""
+    out: dict[str, list[DuetSampleRecord]] = {}
+    base = campaign_root / DUET_DIR
+    if not base.is_dir():
+        return out
+    for pair_dir in sorted(p for p in base.iterdir() if p.is_dir()):
+        records = []
+        for path in pair_dir.glob(f"s*/{DUET_FILE}"):
+            try:
+                records.append(DuetSampleRecord.model_validate_json(path.read_text()))
+            except (OSError, ValueError):
+                continue
+        out[pair_dir.name] = sorted(records, key=lambda r: r.sample)
+    return out
+
+
+def read_monitor_rows(path: Path) -> list[dict[str, float | None]]:
+    """A monitor.csv as rows of floats (empty cells: None); [] when missing."""
+    try:
+        with open(path, newline="") as fh:
+            return [{k: (float(v) if v not in ("", None) else None) for k, v in row.items()} for row in csv.DictReader(fh)]
+    except FileNotFoundError:
+        return []
+
+
+def pair_monitor(campaign_root: Path, pair_id: str, index: int) -> list[dict[str, float | None]]:
+    """The pair-level monitor rows of one duet sample (both sides' columns: `a_sensor_cpu_pct` …)."""
+    return read_monitor_rows(campaign_root / DUET_DIR / pair_id / f"s{index}" / MONITOR_FILE)
+
+
+def project_monitor(pair_csv: Path, side: str, out_csv: Path) -> None:
+    """Side `side`'s view of the pair's monitor.csv, in the single-sample header: its own columns
+    (`a_sensor_cpu_pct` → `sensor_cpu_pct`, `a_isolation_cpu_pct` → `isolation_cpu_pct`), the shared
+    ones (host, sender) as they are, the other side's left out. The same raw readings, renamed."""
+    other = "b_" if side == "a" else "a_"
+    own = f"{side}_"
+    with open(pair_csv, newline="") as src, open(out_csv, "w", newline="") as dst:
+        reader = csv.reader(src)
+        header = next(reader, None)
+        if header is None:
+            return
+        keep = [i for i, name in enumerate(header) if not name.startswith(other)]
+        writer = csv.writer(dst)
+        writer.writerow([header[i].removeprefix(own) for i in keep])
+        for row in reader:
+            writer.writerow([row[i] if i < len(row) else "" for i in keep])

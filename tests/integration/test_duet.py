@@ -1,0 +1,86 @@
+"""Duet mode for real: two Suricatas side by side on one mirrored replay (tc mirred through a hub
+namespace), each in its own cgroup, sides swapping slots between samples. One test, two short campaigns:
+an A/A duet on bare metal, and a known difference (side b with costly PCRE rules added) in containers.
+
+Precision figures (6 samples, CI width, 5 repetitions, the sequential methods beside it) are printed by
+benchmarks/bench_duet.py, not asserted here: this host is shared.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from idsbench.analysis.duet import duet_results
+from idsbench.dispatch import run_campaign
+from idsbench.report import write_report
+from idsbench.spec import spec_from_dict
+from idsbench.store.reader import load_campaign
+from tests.integration.conftest import TEST_PREFIX, unavailable
+
+TRACE = "tcpreplay_test.pcap"  # 179 packets; the bundled rules alert on it
+TRAFFIC = {"rate": {"pps": 2000}, "duration_s": 2.0}
+
+
+def _run(out: Path, state_dir: Path, cache: Path, **doc: object):
+    spec = spec_from_dict({"name": out.name, "mode": "duet", "samples": 2, "timing": {"settle_s": 0.3}, **doc})
+    return run_campaign(spec, out, state_dir=state_dir, cache_dir=cache, name_prefix=TEST_PREFIX)
+
+
+def _results_json(out: Path) -> list[dict]:
+    done = subprocess.run([sys.executable, "-m", "idsbench.cli.main", "results", str(out), "--format", "json"],
+                          capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(done.stdout)
+
+
+def test_duet_aa_then_a_known_difference(tmp_path, need_root, pcaps, state_dir, cache_dir):
+    started = time.monotonic()
+    traffic = {"traces": [str(pcaps / TRACE)], **TRAFFIC}
+    # 1. A/A on bare metal: both sides exact in every sample, a in slot 0 then slot 1
+    aa = tmp_path / "aa"
+    result = _run(aa, state_dir, cache_dir, traffic=traffic)
+    assert result.failed == [], result.failed
+    campaign = load_campaign(aa)
+    (r,) = duet_results(campaign)
+    assert r.axis is None and r.n == 2 and r.exact == 2, r
+    assert [s.swapped for s in r.samples] == [False, True]
+    assert all(s.status == "ok" for s in campaign.samples) and len(campaign.samples) == 4
+    for s in campaign.samples:  # both sides saw every packet the one replay sent
+        c = s.summary.sensor.counters
+        assert s.summary.replay is not None and c.decoded_pkts == s.summary.replay.sent_pkts == c.captured_pkts
+        assert s.summary.wire is not None and s.summary.wire.sensor_rx_pkts == s.summary.wire.sender_tx_pkts
+    assert r.ratio is not None and 0.8 < r.ratio < 1.25, r.ratio  # loose: 2 samples on a shared host
+    assert all(s.seconds for s in r.samples), "no per-second ratio from the pair's monitor"
+    rows = _results_json(aa)
+    pair = next(row for row in rows if "duet_ratio" in row)
+    assert {row.get("duet_side") for row in rows} == {"a", "b", None}
+    assert pair["duet_pair"] == r.pair_id and pair["duet_axis"] is None and len(pair["duet_ratio_ci"]) == 2
+    assert pair["duet_verdict"] in ("higher", "lower", "same", "inconclusive")
+    html = write_report(aa).read_text()
+    assert 'id="duet"' in html and "A/A calibration" in html and "data:image/svg+xml" in html
+    aa_s = time.monotonic() - started
+
+    # 2. a known difference in containers: side b loads 400 costly PCRE rules on top of the bundled ones
+    if shutil.which("podman") is None or shutil.which("runc") is None:
+        unavailable("the container duet needs podman and runc (scripts/install-system.sh installs them)")
+    costly = tmp_path / "costly.rules"
+    costly.write_text("".join(
+        f'alert tcp any any -> any any (msg:"idsbench cost {i}"; pcre:"/[a-z]{{3}}[0-9]{{2}}q{i}x/i"; '
+        f"sid:{1999000 + i}; rev:1;)\n" for i in range(400)))
+    ab = tmp_path / "ab"
+    result = _run(ab, state_dir, cache_dir, traffic=traffic, setup={"kinds": ["container"], "runtime": "podman"},
+                  sensor={"rules": {"bundled": ["builtin:events"], "costly": ["builtin:events", str(costly)]}})
+    assert result.failed == [], result.failed
+    (d,) = duet_results(load_campaign(ab))
+    assert d.axis == "sensor.rules" and (d.a_value, d.b_value) == ("bundled", "costly") and d.exact == 2, d
+    assert d.ratio is not None and d.ratio > 1.2 and d.effect.verdict == "higher", (d.ratio, d.ratio_ci)
+    compared = subprocess.run([sys.executable, "-m", "idsbench.cli.main", "compare", str(ab), "--format", "json"],
+                              capture_output=True, text=True, timeout=120, check=True)
+    doc = json.loads(compared.stdout)
+    assert doc["duet"]["duet_verdict"] == "higher" and doc["rows"][0]["metrics"]["sensor_us_per_pkt"]["paired"]
+    print(f"duet test: A/A (bare metal) {aa_s:.0f} s, ratio {r.ratio:.4f} {r.ratio_ci}; known difference "
+          f"(containers) ratio {d.ratio:.3f} {d.ratio_ci}; total {time.monotonic() - started:.0f} s")

@@ -1,0 +1,197 @@
+"""A duet sample with the single sample's honest fakes (tests/unit/test_run_sample.py): the sequence
+(slot order, swap), each side's summary and the pair's record, a failed side failing the pair, resume,
+and the analysis and results rows read back from what was written."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+
+from idsbench import duet
+from idsbench.analysis import case_table
+from idsbench.analysis.duet import duet_results, with_duet
+from idsbench.plan import plan
+from idsbench.report import duet_out
+from idsbench.run.duet import DuetDeps
+from idsbench.run.duet_campaign import run_duet_campaign
+from idsbench.run.duet_sample import DuetSampleRun
+from idsbench.setups.base import SetupRequest
+from idsbench.store.campaigndoc import CampaignDoc
+from idsbench.store.duet import DuetSampleRecord
+from idsbench.store.reader import load_campaign
+from idsbench.store.schema import PlannedCase
+from idsbench.wire.mirror import MirrorEnds
+from idsbench.wire.netns import WireEnds
+from tests.unit.test_run_sample import EVENTS, TRACE, FakeClock, FakeResource, FakeSetup, Script, world
+
+COST_NS = {"a": 40_000, "b": 43_000}   # CPU ns per packet sent: side b costs 7.5% more
+
+
+@dataclass
+class FakeStats:
+    """A cgroup whose CPU time grows with what the fake sender sent (its side's cost per packet)."""
+
+    clock: FakeClock
+    per_pkt_ns: int
+
+    def cpu_usage_ns(self) -> int:
+        return 1_000_000 + self.clock.wire_tx * self.per_pkt_ns + int(self.clock.now * 1000)
+
+    def memory_bytes(self) -> int:
+        return 1 << 20
+
+    def memory_peak_bytes(self) -> int:
+        return 1 << 20
+
+
+class SideSetup(FakeSetup):
+    def __init__(self, request: SetupRequest, script: Script, clock: FakeClock):
+        super().__init__(request, script, clock)
+        self.side = request.name[-1]
+
+    def prepare(self, wire: WireEnds):
+        super().prepare(wire)
+        EVENTS.append(f"prepare {self.side} on {wire.sensor_ns} cpus {tuple(self.req.cpu_affinity or ())}")
+        return FakeStats(self.clock, COST_NS[self.side])
+
+    def launch(self, argv, *, stdout: Path):
+        EVENTS.append(f"launch {self.side}")
+        return super().launch(argv, stdout=stdout)
+
+    def stop(self, timeout_s: float) -> int | None:
+        EVENTS.append(f"stop {self.side}")
+        return super().stop(timeout_s)
+
+
+class FakeMirror:
+    def __init__(self, sup, sensor_ns):
+        self.sup, self.sensor_ns = sup, sensor_ns
+
+    def up(self) -> MirrorEnds:
+        self.sup.teardown.push(FakeResource("mirror"))
+        EVENTS.append("mirror up")
+        slots = tuple(WireEnds("snd", "tx0", f"slot{i}", "rx0", 1500, 1, 2) for i in range(2))
+        return MirrorEnds("snd", "tx0", "hub", 1500, 1, 3, (slots[0], slots[1]), "mirred")
+
+
+class FakeMonitor:
+    def __init__(self, out_csv: Path, sides):
+        self.out_csv, self.sides = out_csv, sides
+
+    def start(self) -> None:
+        EVENTS.append("monitor start " + ",".join(f"{s}@{slot}" for s, slot, _ in self.sides))
+        self.out_csv.write_text("t_unix,a_sensor_cpu_pct,b_sensor_cpu_pct,a_sensor_rx_pkts,b_sensor_rx_pkts,sender_tx_pkts\n"
+                                "1.0,10,11,0,0,0\n")
+
+    def sample_now(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        EVENTS.append("monitor stop")
+
+
+def duet_world(tmp_path: Path, script: Script | None = None, samples: int = 2, **spec: object):
+    script = script or Script()
+    ctx, deps, clock = world(tmp_path, script, samples=samples, mode="duet", **spec)
+    sample = replace(deps, make_setup=lambda kind, req: SideSetup(req, script, clock))  # type: ignore[arg-type,return-value]
+    ddeps = DuetDeps(sample=sample, make_mirror=lambda sup, prefix, mtu, ns, method: FakeMirror(sup, ns),
+                     make_monitor=lambda out, interval, ends, sides, extra: FakeMonitor(out, sides))
+    ctx.replay_paths = lambda c: [Path(TRACE.path)] * c.replayers  # type: ignore[method-assign]
+    cases = plan(ctx.spec)
+    doc = CampaignDoc(spec=ctx.spec, cases=tuple(
+        PlannedCase.model_validate({"case_id": c.case_id, **c.params(), "samples": len(c.samples)}) for c in cases))
+    ctx.layout.root.mkdir(parents=True, exist_ok=True)
+    ctx.layout.campaign_file.write_text(json.dumps(doc.to_json()))
+    (pair,) = duet.pairs(cases)
+    return ctx, ddeps, pair
+
+
+def test_duet_sample_runs_both_sides_in_slot_order_and_writes_both_summaries(tmp_path: Path):
+    ctx, deps, pair = duet_world(tmp_path)
+    out = DuetSampleRun(ctx, pair, 0, deps).run()
+    assert EVENTS[:8] == ["mirror up", "setup prepare", "prepare a on slot0 cpus (1,)", "sensor prepare fake0",
+                          "setup prepare", "prepare b on slot1 cpus (1,)", "sensor prepare fake0",
+                          "monitor start a@0,b@1"]
+    assert EVENTS.index("launch a") < EVENTS.index("launch b") < EVENTS.index("replay 1")
+    assert EVENTS.count("replay 1") == 1  # ONE replay feeds both
+    assert EVENTS.index("monitor stop") < EVENTS.index("stop a") < EVENTS.index("stop b")
+    assert EVENTS[-1] == "undo mirror"  # the teardown stack unwinds newest first: the mirror last
+    rec = out.record
+    assert rec.status == "ok" and not rec.swapped and [s.slot for s in rec.sides] == [0, 1]
+    for side in rec.sides:
+        assert side.exact and side.processed_pkts == side.sent_pkts == 100 and side.lost_pkts == 0
+        summary = out.summaries[side.side]
+        assert summary.status == "ok" and summary.case.duet_side == side.side
+        assert (ctx.layout.sample_dir(side.case_id, 0) / "summary.json").is_file()
+    a, b = rec.side("a"), rec.side("b")
+    assert a and b and a.cpu_s and b.cpu_s and b.cpu_s / a.cpu_s > 1.07
+    on_disk = DuetSampleRecord.model_validate_json(
+        (ctx.layout.duet_sample_dir(pair.pair_id, 0) / "duet.json").read_text())
+    assert on_disk == rec
+    # each side's monitor.csv is its own view of the pair's
+    header = (ctx.layout.sample_dir(a.case_id, 0) / "monitor.csv").read_text().splitlines()[0]
+    assert header == "t_unix,sensor_cpu_pct,sensor_rx_pkts,sender_tx_pkts"
+
+
+def test_odd_samples_swap_the_slots(tmp_path: Path):
+    ctx, deps, pair = duet_world(tmp_path)
+    rec = DuetSampleRun(ctx, pair, 1, deps).run().record
+    assert rec.swapped and [(s.side, s.slot) for s in rec.sides] == [("a", 1), ("b", 0)]
+    assert EVENTS.index("prepare b on slot0 cpus (1,)") < EVENTS.index("prepare a on slot1 cpus (1,)")
+    assert EVENTS.index("launch b") < EVENTS.index("launch a") and EVENTS.index("stop b") < EVENTS.index("stop a")
+
+
+def test_a_side_that_does_not_start_fails_the_pair(tmp_path: Path):
+    ctx, deps, pair = duet_world(tmp_path, Script(never_ready=True))
+    out = DuetSampleRun(ctx, pair, 0, deps).run()
+    assert out.record.status == "failed"
+    assert all(s.status == "failed" for s in out.summaries.values())
+    assert "did not start" in (out.summaries["a"].reason or "")
+    assert "replay 1" not in EVENTS
+
+
+def test_campaign_results_and_pair_row(tmp_path: Path, monkeypatch):
+    ctx, deps, pair = duet_world(tmp_path, samples=4)
+    monkeypatch.setattr("idsbench.run.duet_campaign.prepare_campaign", lambda spec, out, **kw: (ctx, plan(spec)))
+    result = run_duet_campaign(ctx.spec, ctx.layout.root, deps=deps)
+    assert result.ran == 4 and not result.failed
+    campaign = load_campaign(ctx.layout.root)
+    (r,) = duet_results(campaign)
+    assert r.n == 4 and r.exact == 4 and r.axis is None
+    assert r.ratio is not None and 1.07 < r.ratio < 1.08 and r.effect.verdict == "higher"
+    rows, pairs = with_duet(campaign, case_table(campaign))
+    sides = {row.duet_side: row.duet_pair for row in rows}
+    assert sides == {"a": pair.pair_id, "b": pair.pair_id}
+    (row,) = pairs
+    assert {k: row[k] for k in ("duet_pair", "duet_axis", "duet_verdict")} == {
+        "duet_pair": pair.pair_id, "duet_axis": None, "duet_verdict": "higher"}
+    assert row["duet_ratio_ci"][0] <= row["duet_ratio"] <= row["duet_ratio_ci"][1]
+    doc = json.loads(duet_out.results_text("json", rows, pairs))
+    assert [d.get("duet_side") for d in doc] == ["a", "b", None] and doc[2]["duet_ratio"] == row["duet_ratio"]
+    csv_text = duet_out.results_text("csv", rows, pairs)
+    assert "duet_ratio_ci_lo" in csv_text.splitlines()[0]
+    # resume keeps every complete duet sample
+    again = run_duet_campaign(ctx.spec, ctx.layout.root, deps=deps, resume=True)
+    assert again.ran == 0 and again.skipped == 4
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_compare_a_duet_campaign_reports_the_paired_ratio(tmp_path: Path, monkeypatch, fmt: str):
+    ctx, deps, _ = duet_world(tmp_path, samples=2)
+    monkeypatch.setattr("idsbench.run.duet_campaign.prepare_campaign", lambda spec, out, **kw: (ctx, plan(spec)))
+    run_duet_campaign(ctx.spec, ctx.layout.root, deps=deps)
+    campaign = load_campaign(ctx.layout.root)
+    (r,) = duet_results(campaign)
+    cmp = duet_out.duet_comparison(campaign.name, case_table(campaign), r)
+    text = duet_out.compare_text(fmt, cmp, r)
+    if fmt == "json":
+        doc = json.loads(text)
+        delta = doc["rows"][0]["metrics"]["sensor_us_per_pkt"]
+        assert delta["paired"] is True and delta["verdict"] == r.effect.verdict
+        assert doc["duet"]["duet_ratio"] == pytest.approx(r.ratio, rel=1e-6)
+        assert doc["rows"][0]["metrics"]["sent_pkts"]["paired"] is False
+    else:
+        assert "paired" in text and "ratio b/a" in text

@@ -1,0 +1,131 @@
+"""Duet mode's spec side: what a duet may vary (and the errors naming the fix), how its cases pair
+into sides a and b, where the two sensors run and how they swap slots."""
+
+from __future__ import annotations
+
+import pytest
+
+from idsbench import duet
+from idsbench.errors import SpecError
+from idsbench.plan import plan
+from idsbench.run.duet_place import TWO_CPU_DEFAULT, place, slot_of, swapped
+from idsbench.spec import spec_from_dict
+
+
+def _spec(**parts: object):
+    doc: dict[str, object] = {"name": "d", "mode": "duet", "samples": 4,
+                              "traffic": {"traces": ["t.pcap"], "rate": {"pps": 1000}}}
+    for key, value in parts.items():
+        section, _, name = key.partition("__")
+        if name:
+            doc.setdefault(section, {})
+            doc[section] = {**doc[section], name: value}  # type: ignore[dict-item]
+        else:
+            doc[key] = value
+    return spec_from_dict(doc)
+
+
+def test_single_mode_is_the_default_and_leaves_the_dump_unchanged():
+    s = spec_from_dict({"name": "x"})
+    assert s.mode == "single" and "mode" not in s.model_dump(mode="json")
+    assert _spec().model_dump(mode="json")["mode"] == "duet"
+
+
+def test_aa_duet_is_the_one_case_twice_with_distinct_ids():
+    cases = plan(_spec())
+    assert [c.duet_side for c in cases] == ["a", "b"]
+    a, b = cases
+    assert a.case_id != b.case_id and "duet_a" in a.case_id and "duet_b" in b.case_id
+    assert {**a.params(), "duet_side": None} == {**b.params(), "duet_side": None}
+    (pair,) = duet.pairs(cases)
+    assert pair.axis is None and pair.a is a and pair.b is b and pair.values() is None
+    assert pair.pair_id.startswith("duet-aa-") and len(a.samples) == 4
+
+
+def test_engine_duet_sides_in_the_order_written():
+    cases = plan(_spec(sensor__engine=["suricata@8.0.6", "suricata"]))
+    a, b = cases
+    assert (a.engine, a.duet_side, b.engine, b.duet_side) == ("suricata@8.0.6", "a", "suricata", "b")
+    (pair,) = duet.pairs(cases)
+    assert pair.axis == "sensor.engine" and pair.values() == ("suricata@8.0.6", "suricata")
+    assert pair.pair_id.startswith("duet-engine-")
+
+
+def test_ruleset_and_config_axes_pair_too():
+    rules = plan(_spec(sensor__rules={"base": ["builtin:events"], "more": ["builtin:events", "x.rules"]}))
+    (pair,) = duet.pairs(rules)
+    assert pair.axis == "sensor.rules" and pair.values() == ("base", "more")
+    configs = plan(_spec(sensor__config=["default", "tuned.yaml"]))
+    assert duet.pairs(configs)[0].values() == ("default", "tuned.yaml")
+
+
+def test_single_mode_ids_do_not_change():
+    single = spec_from_dict({"name": "d", "traffic": {"traces": ["t.pcap"], "rate": {"pps": 1000}}})
+    (case,) = plan(single)
+    assert case.duet_side is None and "duet" not in case.case_id
+
+
+@pytest.mark.parametrize("parts,words,fix", [
+    ({"sensor__engine": ["suricata", "snort"], "sensor__config": ["default", "t.yaml"]},
+     "sensor.engine (2 values) and sensor.config (2 values) both have several values", "keep two values on one"),
+    ({"sensor__engine": ["suricata", "snort", "capture"]}, "sensor.engine has 3 values", "exactly two values"),
+    ({"traffic__replayers": [1, 2]}, "traffic.replayers has 2 values; it cannot differ side by side",
+     "give traffic.replayers one value"),
+    ({"traffic__rate": [{"pps": 10}, {"pps": 20}]}, "traffic.rate has 2 values", "one value"),
+    ({"traffic__traces": ["a.pcap", "b.pcap"]}, "traffic.traces has 2 values", "one value"),
+    ({"setup__kinds": ["vm"]}, "does not run in setup kind 'vm': a VM pair", "baremetal"),
+    ({"setup__cpus": [0.5, 1]}, "setup.cpus has 2 values", "one value"),
+    ({"profile__perf": True}, "[profile] perf", "profile.perf = false"),
+])
+def test_bad_duets_are_refused_at_load_naming_the_fix(parts, words, fix):
+    with pytest.raises(SpecError) as err:
+        _spec(**parts)
+    assert words in err.value.message and fix in (err.value.fix or ""), (err.value.message, err.value.fix)
+
+
+def test_hosts_are_refused():
+    with pytest.raises(SpecError, match="this machine only"):
+        _spec(hosts={"host": [{"name": "s", "role": "sensor", "address": "198.18.0.2"},
+                              {"name": "t", "role": "sender", "address": "198.18.0.3"}]})
+
+
+def test_the_side_axes_table_names_what_may_differ():
+    assert [a.key for a in duet.SIDE_AXES] == ["sensor.engine", "sensor.rules", "sensor.config"]
+    assert {f.key for f in duet.FIXED_AXES} >= {"traffic.replayers", "traffic.rate", "traffic.traces"}
+
+
+def test_swap_schedule_alternates_and_balances():
+    assert [slot_of("a", k) for k in range(6)] == [0, 1, 0, 1, 0, 1]
+    assert [slot_of("b", k) for k in range(6)] == [1, 0, 1, 0, 1, 0]
+    assert [swapped(k) for k in range(4)] == [False, True, False, True]
+    assert sum(swapped(k) for k in range(6)) == 3
+
+
+def test_placement_two_cpus_both_ways():
+    shared = place([0, 1], None, kind="shared")
+    assert shared.sender_cpus == (0,) and [s.cpus for s in shared.slots] == [(1,), (1,)]
+    assert [s.quota for s in shared.slots] == [None, None] and shared.note is None
+    assert [s.quota for s in place([0, 1], 0.3, kind="shared").slots] == [0.3, 0.3]
+    split = place([0, 1], None, kind="split")
+    assert split.sender_cpus == (0, 1) and [s.cpus for s in split.slots] == [(0,), (1,)]
+    assert [s.quota for s in split.slots] == [None, None]
+    assert place([0, 1], None).kind == TWO_CPU_DEFAULT
+
+
+def test_placement_more_cpus_splits_and_keeps_the_sender_apart():
+    p = place([0, 1, 2, 3, 4], 1.0)
+    assert p.kind == "split" and p.sender_cpus == (0,)
+    assert [s.cpus for s in p.slots] == [(1, 2), (3, 4)] and [s.quota for s in p.slots] == [1.0, 1.0]
+    assert "slot 0 on CPU 1,2" in p.describe()
+
+
+def test_placement_one_cpu_and_an_oversized_quota_say_so():
+    p = place([0], None)
+    assert p.kind == "shared" and p.slots[0].cpus == (0,) and p.slots[0].quota is None
+    crowded = place([0, 1], 0.8, kind="shared")
+    assert crowded.note and "more than the set holds" in crowded.note
+
+
+def test_placement_follows_the_spec_cpuset():
+    p = place([0, 1, 2, 3], None, sensor_cpuset=[2, 3])
+    assert p.sender_cpus == (0, 1) and [s.cpus for s in p.slots] == [(2,), (3,)]
