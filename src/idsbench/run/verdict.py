@@ -2,7 +2,8 @@
 
 Statuses (docs/architecture.md, "Sample verdicts"):
 - `ok`          every check passed; only ok samples enter medians.
-- `invalid`     the accounting does not add up; the reason names the equation and both sides.
+- `invalid`     the accounting does not add up (the reason names the equation and both sides), or the
+                sensor received nothing while the packets vanished where the host cannot count.
 - `failed`      the sensor, a replayer or the setup died or never started; the reason names the
                 process and its exit status or signal.
 - `oom`         the sensor was OOM-killed.
@@ -128,7 +129,7 @@ def judge(f: SampleFacts) -> Verdict:
         labels.append("undrained")
         warnings.append(f"{f.waterfall.unprocessed_pkts} packets were captured but still unprocessed when "
                         f"the sensor was stopped (counted as unprocessed_pkts); raise timing.drain_timeout_s")
-    problem = accounting_problem(f)
+    problem = accounting_problem(f) or nothing_received(f)
     if problem:
         return Verdict("invalid", problem, tuple(labels), tuple(warnings))
     if f.waterfall.unaccounted_pkts > 0:
@@ -177,6 +178,19 @@ def accounting_problem(f: SampleFacts) -> str | None:
     if w.lost_pkts == 0 and w.unprocessed_pkts == 0 and w.unaccounted_pkts == 0 and c.decoded_pkts != sent:
         return f"no drops, but decoded {c.decoded_pkts} != sent {sent}"
     return None
+
+
+def nothing_received(f: SampleFacts) -> str | None:
+    """A sample whose sensor received none of what was sent while the packets vanished where the host
+    cannot count (`invisible`: a macvtap, a VF, a guest) measures the path, not the sensor: never `ok`.
+    Everything lost at a counted point (a capture ring overrun, an impaired wire) is a measurement."""
+    c, w = f.counters, f.waterfall
+    assert c is not None and w is not None
+    if w.sent <= 0 or c.captured_pkts > 0 or c.decoded_pkts > 0 or w.unaccounted_pkts <= 0:
+        return None
+    return (f"the sensor received none of the {w.sent} packets sent: {w.unaccounted_pkts} lost where the host "
+            f"cannot count ({', '.join(w.invisible)}); the path to it delivers nothing (check the guest's "
+            "capture interface and, for a VF, that the NIC's switch forwards the frames to it)")
 
 
 def _sender_labels(f: SampleFacts, warnings: list[str]) -> list[str]:
