@@ -198,9 +198,9 @@ class Sensor(_Frozen):
     threads: list[Threads] = Field(default_factory=lambda: list[Threads]([None]), min_length=1)
 
     @model_serializer(mode="wrap")
-    def _without_unset_threads(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _without_unset_threads(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:  # Any: pydantic's dump
         """A spec without `threads` dumps as before it existed (resume compares dumps)."""
-        data: dict[str, Any] = handler(self)
+        data: dict[str, Any] = handler(self)  # Any: pydantic's dump
         if data.get("threads") == [None]:
             data.pop("threads")
         return data

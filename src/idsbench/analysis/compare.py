@@ -62,7 +62,7 @@ class MetricDelta:
 class MatchedCase:
     base_case: str
     contender_case: str
-    params: dict[str, Any]          # the match keys and their (shared) values
+    params: dict[str, Any]          # the match keys and their (shared) values; Any: each axis has its own type
     samples: tuple[int, int]
     status: tuple[str, str]
     ci_level: tuple[float, float]

@@ -79,7 +79,7 @@ class LabOptions:
 class LabRun:
     out_dir: Path
     guest: GuestRunResult
-    inner: dict[str, Any]        # OUT/inner.json (empty when the outer VM wrote none)
+    inner: dict[str, Any]        # OUT/inner.json (empty when the outer VM wrote none); Any: the outer VM's JSON
     wall_s: float
 
     problems: tuple[str, ...] = ()  # lab_problems of the campaign
@@ -113,7 +113,7 @@ def lab_problems(campaign_dir: Path) -> list[str]:
     return out
 
 
-def lab_spec(path: Path) -> tuple[dict[str, Any], Spec]:
+def lab_spec(path: Path) -> tuple[dict[str, Any], Spec]:  # Any: the TOML document as read
     """The spec as a document for the outer VM (trace paths made absolute, the ports as placeholders the
     inner side replaces), validated here first so a bad spec fails before the outer VM boots."""
     doc = tomllib.loads(path.read_text())
@@ -160,7 +160,7 @@ def run_lab(spec_path: Path, out_dir: Path, *, cache_dir: Path | None = None, st
     with TeardownStack(state_dir=state_dir or settings.state_dir()) as td:
         result = run_in_guest(Supervisor(td), command, out, cache_dir=cache, options=guest_opts)
     inner_file = out / "inner.json"
-    inner: dict[str, Any] = json.loads(inner_file.read_text()) if inner_file.exists() else {}
+    inner: dict[str, Any] = json.loads(inner_file.read_text()) if inner_file.exists() else {}  # Any: its JSON
     problems = tuple(lab_problems(out / "campaign")) if (out / "campaign" / "campaign.json").exists() else \
         ("the outer VM left no campaign",)
     return LabRun(out, result, inner, round(time.monotonic() - t0, 1), problems)

@@ -61,7 +61,7 @@ def seconds_figure(r: DuetResult) -> Figure | None:
     return fig
 
 
-def duet_section(campaign: Campaign, figures_dir: Path) -> list[dict[str, Any]]:
+def duet_section(campaign: Campaign, figures_dir: Path) -> list[dict[str, Any]]:  # Any: a Jinja template's view
     """The template's view of every pair (empty for a single-mode campaign)."""
     out = []
     for r in duet_results(campaign):

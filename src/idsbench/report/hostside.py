@@ -12,7 +12,7 @@ from idsbench.store.reader import Campaign
 SUBJECTS = {"qemu": "qemu (vCPU, main-loop, I/O and vhost tasks)", "runtime": "the container runtime's processes"}
 
 
-def host_side_view(campaign: Campaign, case_id: str) -> dict[str, Any] | None:
+def host_side_view(campaign: Campaign, case_id: str) -> dict[str, Any] | None:  # Any: a Jinja template's view
     h = case_host_side(campaign, case_id)
     if h is None:
         return None

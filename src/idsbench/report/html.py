@@ -169,7 +169,7 @@ def _repeats_view(result: SearchResult) -> dict[str, str]:
         "capacity": pps(capacity)}
 
 
-def _profile_view(campaign: Campaign, row: CaseResult) -> dict[str, Any] | None:
+def _profile_view(campaign: Campaign, row: CaseResult) -> dict[str, Any] | None:  # Any: a Jinja template's view
     prof = case_profile(campaign, row.case)
     if prof is None:
         return None
