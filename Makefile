@@ -39,7 +39,7 @@ lint: venv
 
 # The whole suite; with CI=true (or IDSBENCH_STRICT=1) a test that cannot run fails instead of skipping.
 test: setup snort suricata-src lint
-	@$(VENV)/bin/pytest -rs -q --durations=30 tests
+	@$(VENV)/bin/pytest -rfEs -q --durations=30 tests
 
 unit: venv
 	@$(VENV)/bin/pytest -rs -q tests/unit
