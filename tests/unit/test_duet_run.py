@@ -12,7 +12,7 @@ import pytest
 
 from idsbench import duet
 from idsbench.analysis import case_table
-from idsbench.analysis.duet import duet_results, with_duet
+from idsbench.analysis.duet import duet_results, pair_row, with_duet
 from idsbench.plan import plan
 from idsbench.report import duet_out
 from idsbench.run.duet import DuetDeps
@@ -165,7 +165,8 @@ def test_campaign_results_and_pair_row(tmp_path: Path, monkeypatch):
     rows, pairs = with_duet(campaign, case_table(campaign))
     sides = {row.duet_side: row.duet_pair for row in rows}
     assert sides == {"a": pair.pair_id, "b": pair.pair_id}
-    (row,) = pairs
+    assert pairs == [r]
+    row = pair_row(r)
     assert {k: row[k] for k in ("duet_pair", "duet_axis", "duet_verdict")} == {
         "duet_pair": pair.pair_id, "duet_axis": None, "duet_verdict": "higher"}
     assert row["duet_ratio_ci"][0] <= row["duet_ratio"] <= row["duet_ratio_ci"][1]
@@ -173,6 +174,8 @@ def test_campaign_results_and_pair_row(tmp_path: Path, monkeypatch):
     assert [d.get("duet_side") for d in doc] == ["a", "b", None] and doc[2]["duet_ratio"] == row["duet_ratio"]
     csv_text = duet_out.results_text("csv", rows, pairs)
     assert "duet_ratio_ci_lo" in csv_text.splitlines()[0]
+    text = duet_out.results_text("table", rows, pairs)
+    assert pair.pair_id in text and "higher" in text and f"{row['duet_ratio']:.4f}" in text
     # resume keeps every complete duet sample
     again = run_duet_campaign(ctx.spec, ctx.layout.root, deps=deps, resume=True)
     assert again.ran == 0 and again.skipped == 4

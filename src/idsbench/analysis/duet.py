@@ -22,11 +22,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from pydantic import JsonValue
 
 from idsbench.analysis.effect import DEFAULT_MIN_EFFECT_PCT, MAX_SAMPLES_NEEDED, MIN_SAMPLES_FOR_95, Effect
 from idsbench.analysis.stats import ci_coverage, median, median_ci
 from idsbench.duet import axis_field
+from idsbench.store.casefigures import Row
 from idsbench.store.duet import DuetSampleRecord, duet_samples, pair_monitor
 from idsbench.store.reader import Campaign
 from idsbench.store.schema import CaseResult
@@ -201,11 +203,13 @@ def _round(x: float | None, digits: int = 6) -> float | None:
     return None if x is None else round(x, digits)
 
 
-def pair_row(r: DuetResult) -> dict[str, Any]:
-    """The results contract's pair row (`idsbench results --format json`)."""
+def pair_row(r: DuetResult) -> Row:
+    """The results contract's pair row (`idsbench results --format json`): built only where a pair
+    leaves as JSON or CSV; analysis and the text outputs read the `DuetResult`."""
     e = r.effect
     seconds = sorted(r.seconds)
-    spread = None
+    spread: list[JsonValue] | None = None
+    ratios: list[JsonValue] = [_round(s.ratio) for s in r.samples]
     if len(seconds) >= 2:
         spread = [_round(seconds[int(0.05 * (len(seconds) - 1))]), _round(seconds[math.ceil(0.95 * (len(seconds) - 1))])]
     return {
@@ -217,16 +221,17 @@ def pair_row(r: DuetResult) -> dict[str, Any]:
         "duet_samples": r.n, "duet_samples_exact": r.exact, "duet_a": r.a_case, "duet_b": r.b_case,
         "duet_a_value": r.a_value, "duet_b_value": r.b_value, "duet_position_ratio": _round(r.position),
         "duet_seconds": len(seconds), "duet_seconds_ratio_p5_p95": spread,
-        "duet_ratios": [_round(s.ratio) for s in r.samples], "duet_placement": r.placement, "duet_mirror": r.mirror,
+        "duet_ratios": ratios, "duet_placement": r.placement, "duet_mirror": r.mirror,
         "status": "ok" if r.n else "no sample with both sides ok",
     }
 
 
 def with_duet(campaign: Campaign, rows: Sequence[CaseResult], *,
-              min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT) -> tuple[list[CaseResult], list[dict[str, Any]]]:
-    """The case rows with `duet_side`/`duet_pair` on each side's row, and one pair row per duet pair."""
+              min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT) -> tuple[list[CaseResult], list[DuetResult]]:
+    """The case rows with `duet_side`/`duet_pair` on each side's row, and every duet pair (its row:
+    `pair_row`)."""
     results = duet_results(campaign, min_effect_pct=min_effect_pct)
     side_of = {case: (side, r.pair_id) for r in results for side, case in (("a", r.a_case), ("b", r.b_case))}
     out = [row.model_copy(update={"duet_side": side_of[row.case][0], "duet_pair": side_of[row.case][1]})
            if row.case in side_of else row for row in rows]
-    return out, [pair_row(r) for r in results]
+    return out, results
