@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from idsbench.analysis.duet import search_figures, search_row
 from idsbench.errors import SpecError
 from idsbench.search import mlr
 from idsbench.search.duet import SharedTrials, check_duet_search, side_outcomes, verification_load
 from idsbench.search.measure import Trial
+from idsbench.search.run import median_results
 from idsbench.spec import spec_from_dict
-from idsbench.store.schema import ToleranceResult
+from idsbench.store.schema import SearchRepeat, SearchResult, ToleranceResult
 
 GOALS = mlr.Goals((0.0,), 0.5, 0.05, 0.5, 1.0, 1.0, 600.0)
 LOADS = mlr.LoadMap("rate", 500.0, 100_000.0)
@@ -124,3 +126,32 @@ def test_a_duet_search_the_duet_cannot_run_is_refused_naming_the_fix(search: dic
 def test_rate_and_replayers_duet_searches_pass_the_check():
     check_duet_search(_duet_spec({"axis": "rate"}))
     check_duet_search(_duet_spec({"axis": "replayers", "max_replayers": 4}))
+
+
+def _searched(case: str, repeats: list[tuple[float, float, float]]) -> SearchResult:
+    """A rate search whose repeats found (lower, upper, conditional) pps; `results` their medians."""
+    reps = [SearchRepeat(index=k, ndr_pps=lo, results=(ToleranceResult(
+        tolerance=0.0, value=lo, value_pps=lo, relevant_lower=lo, relevant_upper=hi, conditional_pps=c),))
+        for k, (lo, hi, c) in enumerate(repeats)]
+    return SearchResult(case_id=case, axis="rate", unit="pps", precision=0.05, mode="warm", repeats=tuple(reps),
+                        results=tuple(median_results(reps)))
+
+
+def test_the_ndr_ratio_over_repeats_and_its_ci():
+    a = _searched("a", [(10_000, 10_400, 9_990), (10_200, 10_600, 10_190), (10_100, 10_500, 10_090)])
+    b = _searched("b", [(11_000, 11_400, 10_990), (11_200, 11_600, 11_190), (11_000, 11_500, 10_990)])
+    f = search_figures(a, b)
+    assert f is not None and f.ci_kind == "repeats" and f.ratios == pytest.approx((1.1, 11_200 / 10_200, 11_000 / 10_100))
+    assert f.ratio == pytest.approx(11_200 / 10_200) and f.ratio_ci == (min(f.ratios), max(f.ratios))  # type: ignore[type-var]
+    assert f.ci_level == pytest.approx(0.75) and f.a_ndr_pps == 10_100 and f.b_ndr_pps == 11_000
+    assert f.a_conditional_ci == (9_990, 10_190) and f.conditional_ratio == pytest.approx(10_990 / 10_090)
+    row = search_row(f)
+    assert row["duet_ndr_ratio_ci"] == [round(min(f.ratios), 6), round(max(f.ratios), 6)]  # type: ignore[type-var]
+    assert row["duet_ndr_ratio"] == round(f.ratio, 6)
+
+
+def test_one_repeat_gives_the_range_its_bounds_allow():
+    f = search_figures(_searched("a", [(10_000, 10_500, 10_000)]), _searched("b", [(10_000, 10_500, 10_000)]))
+    assert f is not None and f.ratio == 1.0 and f.ci_kind == "bounds" and f.ci_level is None
+    assert f.ratio_ci == pytest.approx((10_000 / 10_500, 10_500 / 10_000))
+    assert search_figures(None, _searched("b", [(1, 2, 1)])) is None

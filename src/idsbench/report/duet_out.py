@@ -37,7 +37,24 @@ def pairs_table(pairs: Sequence[DuetResult]) -> str:
         ci = p.ratio_ci
         body.append((p.pair_id, p.axis or "none (A/A)", p.a_value or "a", p.b_value or "b", str(p.n), str(p.exact),
                      _num(p.ratio), f"[{_num(ci[0])}–{_num(ci[1])}] ({p.ci_level:.1%})" if ci else "–", _verdict(p)))
-    return export.to_text(table(columns, body))
+    return export.to_text(table(columns, body)) + "".join(search_line(p) + "\n" for p in pairs if p.search)
+
+
+def search_line(p: DuetResult) -> str:
+    """A duet search's pair figures in one line: each side's NDR and the ratio b/a with its CI."""
+    f = p.search
+    assert f is not None
+    ci = ""
+    if f.ratio_ci:
+        how = f"{f.ci_level:.1%} CI over repeats" if f.ci_kind == "repeats" and f.ci_level is not None \
+            else "the range the relevant bounds allow"
+        ci = f" [{_num(f.ratio_ci[0])}–{_num(f.ratio_ci[1])}] ({how})"
+    return (f"{p.pair_id} search: NDR a {_pps(f.a_ndr_pps)}, b {_pps(f.b_ndr_pps)}; NDR ratio b/a {_num(f.ratio)}{ci}; "
+            f"conditional throughput a {_pps(f.a_conditional_pps)}, b {_pps(f.b_conditional_pps)}")
+
+
+def _pps(x: float | None) -> str:
+    return "–" if x is None else f"{x:,.0f} pps"
 
 
 def _num(x: object) -> str:
