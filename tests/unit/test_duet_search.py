@@ -155,3 +155,19 @@ def test_one_repeat_gives_the_range_its_bounds_allow():
     assert f is not None and f.ratio == 1.0 and f.ci_kind == "bounds" and f.ci_level is None
     assert f.ratio_ci == pytest.approx((10_000 / 10_500, 10_500 / 10_000))
     assert search_figures(None, _searched("b", [(1, 2, 1)])) is None
+
+
+def test_idsbench_search_refuses_a_cpus_duet_before_anything_starts(tmp_path, capsys, monkeypatch):
+    from idsbench.cli.main import main
+
+    def never(*_a: object, **_k: object) -> None:
+        raise AssertionError("the campaign started")
+
+    monkeypatch.setattr("idsbench.search.duet.prepare_campaign", never)
+    spec = tmp_path / "d.toml"
+    spec.write_text('name = "d"\nmode = "duet"\n[traffic]\ntraces = ["x.pcap"]\nrate = { pps = 1000 }\n'
+                    '[search]\naxis = "cpus"\n')
+    assert main(["search", str(spec), "--out", str(tmp_path / "out"), "--no-report"]) != 0
+    err = capsys.readouterr().err
+    assert "search.axis = 'cpus'" in err and "mode = \"single\"" in err
+    assert not (tmp_path / "out").exists()
