@@ -257,3 +257,7 @@ def test_a_duet_search_writes_both_sides_results_and_the_pair_row(tmp_path: Path
     sides = {x.duet_side: x for x in with_duet(campaign, case_table(campaign))[0]}
     assert {k: sides[k].to_row()["ndr_pps"] for k in ("a", "b")} == {"a": 100.0, "b": 100.0}
     assert "search: NDR a 100 pps, b 100 pps; NDR ratio b/a 1.0000" in duet_out.pairs_table([r])
+    from idsbench.report import write_report
+
+    html = write_report(ctx.layout.root).read_text()
+    assert "Duet search (both sides' NDR from trials that fed both): NDR a 100 pps" in html
