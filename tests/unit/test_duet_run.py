@@ -12,12 +12,13 @@ import pytest
 
 from idsbench import duet
 from idsbench.analysis import case_table
-from idsbench.analysis.duet import duet_results, with_duet
+from idsbench.analysis.duet import duet_results, pair_row, with_duet
 from idsbench.plan import plan
 from idsbench.report import duet_out
 from idsbench.run.duet import DuetDeps
 from idsbench.run.duet_campaign import run_duet_campaign
 from idsbench.run.duet_sample import DuetSampleRun
+from idsbench.sensors.base import Counters, SensorOptions
 from idsbench.setups.base import SetupRequest
 from idsbench.store.campaigndoc import CampaignDoc
 from idsbench.store.duet import DuetSampleRecord
@@ -25,7 +26,17 @@ from idsbench.store.reader import load_campaign
 from idsbench.store.schema import PlannedCase
 from idsbench.wire.mirror import MirrorEnds
 from idsbench.wire.netns import WireEnds
-from tests.unit.test_run_sample import EVENTS, TRACE, FakeClock, FakeResource, FakeSetup, Script, world
+from tests.unit.test_run_sample import (
+    EVENTS,
+    TRACE,
+    FakeClock,
+    FakeEngine,
+    FakeResource,
+    FakeSensorRun,
+    FakeSetup,
+    Script,
+    world,
+)
 
 COST_NS = {"a": 40_000, "b": 43_000}   # CPU ns per packet sent: side b costs 7.5% more
 
@@ -165,7 +176,8 @@ def test_campaign_results_and_pair_row(tmp_path: Path, monkeypatch):
     rows, pairs = with_duet(campaign, case_table(campaign))
     sides = {row.duet_side: row.duet_pair for row in rows}
     assert sides == {"a": pair.pair_id, "b": pair.pair_id}
-    (row,) = pairs
+    assert pairs == [r]
+    row = pair_row(r)
     assert {k: row[k] for k in ("duet_pair", "duet_axis", "duet_verdict")} == {
         "duet_pair": pair.pair_id, "duet_axis": None, "duet_verdict": "higher"}
     assert row["duet_ratio_ci"][0] <= row["duet_ratio"] <= row["duet_ratio_ci"][1]
@@ -173,6 +185,8 @@ def test_campaign_results_and_pair_row(tmp_path: Path, monkeypatch):
     assert [d.get("duet_side") for d in doc] == ["a", "b", None] and doc[2]["duet_ratio"] == row["duet_ratio"]
     csv_text = duet_out.results_text("csv", rows, pairs)
     assert "duet_ratio_ci_lo" in csv_text.splitlines()[0]
+    text = duet_out.results_text("table", rows, pairs)
+    assert pair.pair_id in text and "higher" in text and f"{row['duet_ratio']:.4f}" in text
     # resume keeps every complete duet sample
     again = run_duet_campaign(ctx.spec, ctx.layout.root, deps=deps, resume=True)
     assert again.ran == 0 and again.skipped == 4
@@ -195,3 +209,55 @@ def test_compare_a_duet_campaign_reports_the_paired_ratio(tmp_path: Path, monkey
         assert doc["rows"][0]["metrics"]["sent_pkts"]["paired"] is False
     else:
         assert "paired" in text and "ratio b/a" in text
+
+
+class WarmRun(FakeSensorRun):
+    """A running sensor's counters grow over its life (the warm trials of a search read differences)."""
+
+    def __init__(self, script: Script, clock: FakeClock, threads: int | None = None):
+        super().__init__(script, clock, threads)
+        self.base = clock.wire_tx  # a fresh sensor counts from its start
+
+    def _counters(self) -> Counters:
+        seen = self.clock.wire_tx - self.base
+        return Counters(captured_pkts=seen, dropped_pkts=0, decoded_pkts=seen, decoded_bytes=seen * 600)
+
+
+class WarmEngine(FakeEngine):
+    def prepare(self, run_dir: Path, interface: str, options: SensorOptions, *, mtu: int | None = None):
+        EVENTS.append(f"sensor prepare {interface}")
+        return WarmRun(self.script, self.clock, options.threads)
+
+
+def test_a_duet_search_writes_both_sides_results_and_the_pair_row(tmp_path: Path, monkeypatch):
+    """The duet search's glue with the fakes (every trial lossless: both NDRs at the top, a lower bound):
+    shared trials, each side's search.json, the verification as duet sample s0, the pair row's NDR ratio."""
+    from idsbench.search.duet import DuetSearch
+
+    ctx, deps, pair = duet_world(tmp_path, samples=1, search={"trial_s": 1, "initial_trial_s": 0.5, "duration_sum": 1,
+                                                              "repeats": 2})
+    clock = deps.sample.wall.__self__  # type: ignore[attr-defined]
+    ctx.engines = {"suricata": WarmEngine(Script(), clock)}  # type: ignore[dict-item]
+    monkeypatch.setattr("idsbench.search.duet.distinct_copy", lambda original, block, cache: Path(TRACE.path))
+    results = DuetSearch(ctx, pair, deps).run()
+    a, b = results["a"], results["b"]
+    assert [r.value for r in a.results] == [r.value for r in b.results] == [100.0]
+    assert a.results[0].lower_bound and a.results[0].verified and b.results[0].verified
+    assert len(a.repeats) == len(b.repeats) == 2 and len(a.trials) == len(b.trials) > 0
+    assert [t.index for t in a.trials] == [t.index for t in b.trials]  # one duet trial = one record per side
+    assert any("answered by a trial the other side's controller asked for" in n for n in a.notes)
+    assert EVENTS.count("launch a") == 3  # a warm pair per repeat, a fresh pair for the verification
+    campaign = load_campaign(ctx.layout.root)
+    assert set(campaign.searches) == {pair.a.case_id, pair.b.case_id}
+    (r,) = duet_results(campaign)
+    assert r.n == 1 and r.search is not None and r.search.ratio == 1.0 and r.search.ci_kind == "repeats"
+    row = pair_row(r)
+    assert row["duet_ndr_ratio"] == 1.0 and row["duet_ndr_ratio_ci"] == [1.0, 1.0]
+    assert row["duet_a_ndr_pps"] == row["duet_b_ndr_pps"] == 100.0
+    sides = {x.duet_side: x for x in with_duet(campaign, case_table(campaign))[0]}
+    assert {k: sides[k].to_row()["ndr_pps"] for k in ("a", "b")} == {"a": 100.0, "b": 100.0}
+    assert "search: NDR a 100 pps, b 100 pps; NDR ratio b/a 1.0000" in duet_out.pairs_table([r])
+    from idsbench.report import write_report
+
+    html = write_report(ctx.layout.root).read_text()
+    assert "Duet search (both sides' NDR from trials that fed both): NDR a 100 pps" in html

@@ -22,14 +22,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from pydantic import JsonValue
 
 from idsbench.analysis.effect import DEFAULT_MIN_EFFECT_PCT, MAX_SAMPLES_NEEDED, MIN_SAMPLES_FOR_95, Effect
 from idsbench.analysis.stats import ci_coverage, median, median_ci
 from idsbench.duet import axis_field
+from idsbench.store.casefigures import Row
 from idsbench.store.duet import DuetSampleRecord, duet_samples, pair_monitor
 from idsbench.store.reader import Campaign
-from idsbench.store.schema import CaseResult
+from idsbench.store.schema import CaseResult, SearchResult, ToleranceResult
 
 MIN_SECOND_S = 0.5        # monitor intervals shorter than this are left out of the per-second ratios
 MIN_SECOND_SHARE = 0.5    # … and those whose packets are below half the median interval's (replay edges)
@@ -101,6 +103,69 @@ class DuetSampleFigures:
 
 
 @dataclass(frozen=True)
+class DuetSearchFigures:
+    """A duet search's pair figures (search/duet.py): each side's NDR (median over repeats) and
+    conditional throughput with its CI, and the NDR ratio b/a — per repeat (both sides' NDRs come from
+    the same repeat's shared trials), their median and CI: the order-statistic CI over repeats with 2 or
+    more (`ci_kind` "repeats", its level), else the range the one search's relevant bounds allow
+    ([b lower / a upper, b upper / a lower], `ci_kind` "bounds", no level)."""
+
+    a_ndr_pps: float | None
+    b_ndr_pps: float | None
+    ratios: tuple[float | None, ...]
+    ratio: float | None
+    ratio_ci: tuple[float, float] | None
+    ci_level: float | None
+    ci_kind: str | None
+    a_conditional_pps: float | None
+    b_conditional_pps: float | None
+    a_conditional_ci: tuple[float, float] | None
+    b_conditional_ci: tuple[float, float] | None
+    conditional_ratio: float | None
+
+
+def _ndr_goal(result: SearchResult, repeat: int | None = None) -> ToleranceResult | None:
+    results = result.results if repeat is None else result.repeats[repeat].results
+    return next((r for r in results if r.tolerance == 0), None)
+
+
+def search_figures(a: SearchResult | None, b: SearchResult | None) -> DuetSearchFigures | None:
+    """The pair's search figures from both sides' search results (None: the pair was not searched)."""
+    if a is None or b is None or a.axis == "cpus":
+        return None
+    n = min(len(a.repeats), len(b.repeats))
+    ratios = tuple(rb / ra if ra and rb else None
+                   for ra, rb in ((a.repeats[k].ndr_pps, b.repeats[k].ndr_pps) for k in range(n)))
+    known = [r for r in ratios if r is not None]
+    ga, gb = _ndr_goal(a), _ndr_goal(b)
+    ratio = median(known) if known and len(known) == len(ratios) else None
+    ci: tuple[float, float] | None = None
+    level: float | None = None
+    kind: str | None = None
+    if ratio is not None and len(known) >= 2:
+        ci, level, kind = median_ci(known), ci_coverage(len(known)), "repeats"
+    elif ratio is not None and ga and gb and None not in (ga.relevant_lower, ga.relevant_upper, gb.relevant_lower,
+                                                          gb.relevant_upper):
+        lo_a, hi_a = sorted((float(ga.relevant_lower or 0), float(ga.relevant_upper or 0)))
+        lo_b, hi_b = sorted((float(gb.relevant_lower or 0), float(gb.relevant_upper or 0)))
+        if lo_a > 0 and hi_a > 0:
+            ci, kind = (lo_b / hi_a, hi_b / lo_a), "bounds"
+
+    def conditional(r: SearchResult) -> list[float | None]:
+        return [g.conditional_pps if (g := _ndr_goal(r, k)) else None for k in range(len(r.repeats))]
+
+    ca, cb = conditional(a), conditional(b)
+    mid_a = ga.conditional_pps if ga else None
+    mid_b = gb.conditional_pps if gb else None
+    return DuetSearchFigures(
+        a_ndr_pps=ga.value_pps if ga else None, b_ndr_pps=gb.value_pps if gb else None, ratios=ratios, ratio=ratio,
+        ratio_ci=ci, ci_level=level, ci_kind=kind, a_conditional_pps=mid_a, b_conditional_pps=mid_b,
+        a_conditional_ci=median_ci(ca) if len(ca) >= 2 and None not in ca else None,
+        b_conditional_ci=median_ci(cb) if len(cb) >= 2 and None not in cb else None,
+        conditional_ratio=mid_b / mid_a if mid_a and mid_b else None)
+
+
+@dataclass(frozen=True)
 class DuetResult:
     pair_id: str
     axis: str | None                  # the side axis that differs; None: A/A
@@ -116,6 +181,7 @@ class DuetResult:
     position: float | None            # slot 1 / slot 0 cost (the method's asymmetry)
     placement: str
     mirror: str
+    search: DuetSearchFigures | None = None   # a duet search's pair figures (its verification is sample s0)
 
     @property
     def n(self) -> int:
@@ -184,7 +250,8 @@ def duet_results(campaign: Campaign, *, min_effect_pct: float = DEFAULT_MIN_EFFE
             b_value=values[1], samples=figures, ratio=median(ratios), ratio_ci=median_ci(ratios),
             ci_level=ci_coverage(len(ratios)) if ratios else 0.0,
             effect=ratio_effect(ratios, min_effect_pct=min_effect_pct), position=position_effect(figures),
-            placement=first.placement, mirror=first.mirror))
+            placement=first.placement, mirror=first.mirror,
+            search=search_figures(campaign.searches.get(a.case_id), campaign.searches.get(b.case_id))))
     return out
 
 
@@ -201,11 +268,13 @@ def _round(x: float | None, digits: int = 6) -> float | None:
     return None if x is None else round(x, digits)
 
 
-def pair_row(r: DuetResult) -> dict[str, Any]:
-    """The results contract's pair row (`idsbench results --format json`)."""
+def pair_row(r: DuetResult) -> Row:
+    """The results contract's pair row (`idsbench results --format json`): built only where a pair
+    leaves as JSON or CSV; analysis and the text outputs read the `DuetResult`."""
     e = r.effect
     seconds = sorted(r.seconds)
-    spread = None
+    spread: list[JsonValue] | None = None
+    ratios: list[JsonValue] = [_round(s.ratio) for s in r.samples]
     if len(seconds) >= 2:
         spread = [_round(seconds[int(0.05 * (len(seconds) - 1))]), _round(seconds[math.ceil(0.95 * (len(seconds) - 1))])]
     return {
@@ -217,16 +286,35 @@ def pair_row(r: DuetResult) -> dict[str, Any]:
         "duet_samples": r.n, "duet_samples_exact": r.exact, "duet_a": r.a_case, "duet_b": r.b_case,
         "duet_a_value": r.a_value, "duet_b_value": r.b_value, "duet_position_ratio": _round(r.position),
         "duet_seconds": len(seconds), "duet_seconds_ratio_p5_p95": spread,
-        "duet_ratios": [_round(s.ratio) for s in r.samples], "duet_placement": r.placement, "duet_mirror": r.mirror,
+        "duet_ratios": ratios, "duet_placement": r.placement, "duet_mirror": r.mirror,
         "status": "ok" if r.n else "no sample with both sides ok",
+        **(search_row(r.search) if r.search is not None else {}),
+    }
+
+
+def _pair(ci: tuple[float, float] | None, digits: int = 6) -> list[JsonValue] | None:
+    return [_round(ci[0], digits), _round(ci[1], digits)] if ci else None
+
+
+def search_row(f: DuetSearchFigures) -> Row:
+    """A duet search's keys of the pair row (the contract: `duet_ndr_ratio`, `duet_ndr_ratio_ci`)."""
+    ratios: list[JsonValue] = [_round(x) for x in f.ratios]
+    return {
+        "duet_ndr_ratio": _round(f.ratio), "duet_ndr_ratio_ci": _pair(f.ratio_ci),
+        "duet_ndr_ratio_ci_level": _round(f.ci_level, 4), "duet_ndr_ratio_ci_kind": f.ci_kind,
+        "duet_ndr_ratios": ratios, "duet_a_ndr_pps": _round(f.a_ndr_pps, 3), "duet_b_ndr_pps": _round(f.b_ndr_pps, 3),
+        "duet_a_conditional_pps": _round(f.a_conditional_pps, 3), "duet_b_conditional_pps": _round(f.b_conditional_pps, 3),
+        "duet_a_conditional_pps_ci": _pair(f.a_conditional_ci, 3), "duet_b_conditional_pps_ci": _pair(f.b_conditional_ci, 3),
+        "duet_conditional_ratio": _round(f.conditional_ratio),
     }
 
 
 def with_duet(campaign: Campaign, rows: Sequence[CaseResult], *,
-              min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT) -> tuple[list[CaseResult], list[dict[str, Any]]]:
-    """The case rows with `duet_side`/`duet_pair` on each side's row, and one pair row per duet pair."""
+              min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT) -> tuple[list[CaseResult], list[DuetResult]]:
+    """The case rows with `duet_side`/`duet_pair` on each side's row, and every duet pair (its row:
+    `pair_row`)."""
     results = duet_results(campaign, min_effect_pct=min_effect_pct)
     side_of = {case: (side, r.pair_id) for r in results for side, case in (("a", r.a_case), ("b", r.b_case))}
     out = [row.model_copy(update={"duet_side": side_of[row.case][0], "duet_pair": side_of[row.case][1]})
            if row.case in side_of else row for row in rows]
-    return out, [pair_row(r) for r in results]
+    return out, results

@@ -7,7 +7,6 @@ import argparse
 import time
 from pathlib import Path
 
-from idsbench.errors import SpecError
 from idsbench.spec import load_spec
 
 
@@ -38,13 +37,16 @@ def run(args: argparse.Namespace) -> int:
     from idsbench.search.campaign import search_campaign
 
     spec = load_spec(args.spec)
-    if spec.mode == "duet":
-        raise SpecError("the duet search (both sides' NDR from trials that feed both) is not built yet.",
-                        fix="search each side with mode = \"single\", or run the duet at a fixed load with "
-                            "`idsbench run`.")
     out = args.out or Path("results") / f"{spec.name}-search-{time.strftime('%Y%m%d-%H%M%S')}"
-    result = search_campaign(spec, out, resume=args.resume, require_quiet=args.require_quiet)
-    print(f"search campaign: {out} ({result.searched} cases searched, {result.skipped} already done)")
+    if spec.mode == "duet":  # both sides' NDR from trials that feed both (search/duet.py)
+        from idsbench.search.duet import check_duet_search, search_duet_campaign
+
+        check_duet_search(spec)
+        pairs = search_duet_campaign(spec, out, resume=args.resume, require_quiet=args.require_quiet)
+        print(f"duet search campaign: {out} ({len(pairs)} pairs searched)")
+    else:
+        result = search_campaign(spec, out, resume=args.resume, require_quiet=args.require_quiet)
+        print(f"search campaign: {out} ({result.searched} cases searched, {result.skipped} already done)")
     if not args.no_report:
         from idsbench.report import write_report
 

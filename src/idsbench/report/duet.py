@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 
 from idsbench.analysis.duet import DuetResult, duet_results
 from idsbench.analysis.effect import describe
+from idsbench.report.duet_out import search_line
 from idsbench.report.fmt import number
 from idsbench.report.style import finish_axes, new_figure, save
 from idsbench.store.reader import Campaign
@@ -76,5 +77,5 @@ def duet_section(campaign: Campaign, figures_dir: Path) -> list[dict[str, Any]]:
             "a_case": r.a_case, "b_case": r.b_case, "ratio": _ratio(r.ratio), "ci": _ci(r.ratio_ci),
             "level": f"{r.ci_level:.1%}", "verdict": describe(r.effect).replace(" per side", ""), "n": r.n, "exact": r.exact,
             "samples": rows, "calibration": calibration_text(r), "placement": r.placement, "mirror": r.mirror,
-            "figure": image.data_uri() if image else None})
+            "figure": image.data_uri() if image else None, "search": search_line(r).split(" search: ", 1)[1] if r.search else None})
     return out

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 from idsbench.analysis.compare import Comparison, compare_tables
 from idsbench.analysis.duet import DuetResult, pair_row
@@ -18,9 +17,9 @@ from idsbench.store.schema import CaseResult
 PAIRED_METRIC = "sensor_us_per_pkt"
 
 
-def results_text(fmt: str, rows: Sequence[CaseResult], pairs: Sequence[dict[str, Any]]) -> str:
+def results_text(fmt: str, rows: Sequence[CaseResult], pairs: Sequence[DuetResult]) -> str:
     """The results of a duet campaign: the case rows (sides) then the pair rows."""
-    records = [*(r.to_row() for r in rows), *pairs]
+    records = [*(r.to_row() for r in rows), *(pair_row(p) for p in pairs)]
     if fmt == "json":
         return export.to_json(records)
     if fmt == "csv":
@@ -28,31 +27,47 @@ def results_text(fmt: str, rows: Sequence[CaseResult], pairs: Sequence[dict[str,
     return tables.to_table(rows) + "\n" + pairs_table(pairs)
 
 
-def pairs_table(pairs: Sequence[dict[str, Any]]) -> str:
+def pairs_table(pairs: Sequence[DuetResult]) -> str:
     """One line per duet pair: its axis, sides, ratio b/a with CI, verdict."""
     columns = (Column("duet_pair", "duet pair"), Column("duet_axis", "axis"), Column("a", "a"), Column("b", "b"),
                Column("n", "n", "right"), Column("exact", "exact", "right"),
                Column("duet_ratio", "ratio b/a", "right"), Column("ci", "CI", "right"), Column("verdict", "verdict"))
     body = []
     for p in pairs:
-        ci = p.get("duet_ratio_ci")
-        body.append((str(p["duet_pair"]), str(p.get("duet_axis") or "none (A/A)"), str(p.get("duet_a_value") or "a"),
-                     str(p.get("duet_b_value") or "b"), str(p.get("duet_samples")), str(p.get("duet_samples_exact")),
-                     _num(p.get("duet_ratio")), f"[{_num(ci[0])}–{_num(ci[1])}] ({p.get('duet_ratio_ci_level', 0):.1%})"
-                     if ci else "–", _verdict(p)))
-    return export.to_text(table(columns, body))
+        ci = p.ratio_ci
+        body.append((p.pair_id, p.axis or "none (A/A)", p.a_value or "a", p.b_value or "b", str(p.n), str(p.exact),
+                     _num(p.ratio), f"[{_num(ci[0])}–{_num(ci[1])}] ({p.ci_level:.1%})" if ci else "–", _verdict(p)))
+    return export.to_text(table(columns, body)) + "".join(search_line(p) + "\n" for p in pairs if p.search)
+
+
+def search_line(p: DuetResult) -> str:
+    """A duet search's pair figures in one line: each side's NDR and the ratio b/a with its CI."""
+    f = p.search
+    assert f is not None
+    ci = ""
+    if f.ratio_ci:
+        how = f"{f.ci_level:.1%} CI over repeats" if f.ci_kind == "repeats" and f.ci_level is not None \
+            else "the range the relevant bounds allow"
+        ci = f" [{_num(f.ratio_ci[0])}–{_num(f.ratio_ci[1])}] ({how})"
+    return (f"{p.pair_id} search: NDR a {_pps(f.a_ndr_pps)}, b {_pps(f.b_ndr_pps)}; NDR ratio b/a {_num(f.ratio)}{ci}; "
+            f"conditional throughput a {_pps(f.a_conditional_pps)}, b {_pps(f.b_conditional_pps)}")
+
+
+def _pps(x: float | None) -> str:
+    return "–" if x is None else f"{x:,.0f} pps"
 
 
 def _num(x: object) -> str:
     return f"{x:.4f}" if isinstance(x, (int, float)) else "–"
 
 
-def _verdict(p: dict[str, Any]) -> str:
-    v = str(p.get("duet_verdict"))
-    if v == "inconclusive" and p.get("duet_samples_needed"):
-        return f"inconclusive (~{p['duet_samples_needed']} samples)"
+def _verdict(p: DuetResult) -> str:
+    e = p.effect
+    v = e.verdict if e.verdict != "n/a" else "inconclusive"
+    if v == "inconclusive" and e.samples_needed:
+        return f"inconclusive (~{e.samples_needed} samples)"
     if v == "same":
-        return f"same (±{p.get('duet_min_effect_pct'):g}%)"
+        return f"same (±{e.min_effect_pct:g}%)"
     return v
 
 
@@ -76,16 +91,15 @@ def duet_comparison(name: str, rows: Sequence[CaseResult], result: DuetResult) -
 
 def compare_text(fmt: str, cmp: Comparison, result: DuetResult) -> str:
     """`compare DUET` in each format: the comparison, marked paired for the duet's metric, and the pair row."""
-    row = pair_row(result)
     if fmt == "json":
-        return export.to_json({**dataclasses.asdict(cmp), "duet": row})
+        return export.to_json({**dataclasses.asdict(cmp), "duet": pair_row(result)})
     if fmt == "csv":
         return compare_out.to_csv(cmp)
     head = (f"duet {result.pair_id} (paired: both sides on the same packets at the same time): "
             f"{PAIRED_METRIC} ratio b/a {_num(result.ratio)} "
             + (f"[{_num(result.ratio_ci[0])}–{_num(result.ratio_ci[1])}] ({result.ci_level:.1%} CI) "
                if result.ratio_ci else "")
-            + f"over {result.n} samples; verdict {_verdict(row)}; the other metrics: unpaired\n")
+            + f"over {result.n} samples; verdict {_verdict(result)}; the other metrics: unpaired\n")
     body = compare_out.to_html(cmp) if fmt == "html" else compare_out.to_table(cmp)
     return body if fmt == "html" else head + body
 

@@ -231,9 +231,10 @@ class DuetSession:
         return True
 
     # --- a trial ------------------------------------------------------------------------------
-    def plan(self, pcaps: Sequence[Path], out_dir: Path) -> ReplayPlan:
+    def plan(self, pcaps: Sequence[Path], out_dir: Path, case: Case | None = None) -> ReplayPlan:
+        """The replay of `case` (default: side a's; a duet search's trial: its load) into the mirror."""
         assert self.ends is not None and self.sender is not None, "open() first"
-        case = self.pair.a
+        case = case or self.pair.a
         return replay_plan(case, self.ctx.traces[case.trace], pcaps, self.ends.slots[0], self.placement.sender_cpus,
                            out_dir, self.ctx.spec.timing.replay_timeout_s, self.sender.procs_files,
                            impaired=self.ctx.spec.wire.impair.active)

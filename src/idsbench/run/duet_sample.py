@@ -31,8 +31,9 @@ class SideSample(SampleRun):
     """A side of a duet sample, collected exactly as a single sample (its `_collect`): the duet session
     and trial fill in what `SampleRun.run` would have."""
 
-    def __init__(self, ctx: CampaignContext, case: Case, index: int, deps: DuetDeps, phase: Phase):
-        super().__init__(ctx, case, index, deps.sample, phase)
+    def __init__(self, ctx: CampaignContext, case: Case, index: int, deps: DuetDeps, phase: Phase,
+                 case_id: str | None = None):
+        super().__init__(ctx, case, index, deps.sample, phase, case_id=case_id)
 
     def summarize(self, sample_dir: Path, started: float) -> tuple[SampleSummary, list[str]]:
         return self._collect(sample_dir, started)
@@ -47,10 +48,14 @@ class DuetSampleOutcome:
 
 class DuetSampleRun:
     def __init__(self, ctx: CampaignContext, pair: DuetPair, index: int, deps: DuetDeps | None = None,
-                 phase: Phase = lambda _p: None):
+                 phase: Phase = lambda _p: None, case_ids: tuple[str, str] | None = None):
+        """`case_ids`: store the sides under these planned cases (a duet search's verification runs the
+        planned pair at the load it found)."""
         self.ctx, self.pair, self.index, self.phase = ctx, pair, index, phase
         self.deps = deps or DuetDeps()
-        self.sides = {name: SideSample(ctx, case, index, self.deps, phase) for name, case in (("a", pair.a), ("b", pair.b))}
+        ids = case_ids or (pair.a.case_id, pair.b.case_id)
+        self.sides = {name: SideSample(ctx, case, index, self.deps, phase, case_id)
+                      for name, case, case_id in (("a", pair.a, ids[0]), ("b", pair.b, ids[1]))}
         self.duet: DuetSession | None = None
         self.outcome: DuetTrialOutcome | None = None
 
