@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from idsbench.capture import Scalar
 from idsbench.counters import Counters as Counters  # re-exported: the schema lives in the leaf idsbench.counters
 from idsbench.errors import EnvironmentMissing
 
@@ -50,6 +51,8 @@ class SensorOptions:
     config_overlay: Path | None = None
     capture_method: str = "afpacket"
     threads: int | None = None
+    capture: str | None = None  # sensor.capture: the method (idsbench.capture); None: the engine's default
+    capture_options: tuple[tuple[str, Scalar], ...] = ()  # the spec's options that apply to that method
 
     @property
     def override_map(self) -> dict[str, str]:
@@ -109,6 +112,11 @@ class SensorRun(Protocol):
     def worker_threads(self) -> int | None:
         """The packet-processing threads the engine ran, read back from its own output (None when
         it did not say: not started, or an engine that cannot tell)."""
+        ...
+
+    def capture_info(self) -> tuple[str, dict[str, Scalar], dict[str, int]]:
+        """How it read the wire: the capture method (idsbench.capture), its effective options (the
+        engine's defaults written out) and the method's own drop points (`<method>.<point>` -> packets)."""
         ...
 
 

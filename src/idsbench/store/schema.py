@@ -45,6 +45,7 @@ class CaseParams(Record):
     rules: str = "default"  # the ruleset (sensor.rulesets) the case ran with
     threads: int | str | None = None  # sensor.threads: a worker count, "auto"; None: one per allocated CPU
     duet_side: str | None = None  # mode = "duet": the side ("a" or "b") this case is (idsbench.duet)
+    capture: str | None = None  # sensor.capture: the capture method asked (None: the engine's default)
 
 
 class PlannedCase(CaseParams):
@@ -134,6 +135,9 @@ class SensorRecord(Record):
     errors: tuple[str, ...] = ()
     rule_sets: tuple[RuleSetRecord, ...] = ()
     threads: int | None = None  # the worker threads the engine reported it ran (its own log)
+    capture: str | None = None  # the capture method it read the wire with (idsbench.capture)
+    capture_options: dict[str, str | int | float | bool] = Field(default_factory=dict)  # effective, defaults written out
+    capture_drops: dict[str, int] = Field(default_factory=dict)  # the method's own drop points (last stats record)
 
 
 class ArtifactIntegrity(Record):
