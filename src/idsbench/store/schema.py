@@ -546,6 +546,9 @@ class CaseResult(Record):
     host_side: HostSideFigures | None = None  # [profile]: the host's side of a VM/container (None: not profiled)
     duet_side: str | None = None  # mode = "duet": the side ("a" or "b") this case ran as (analysis.duet)
     duet_pair: str | None = None  # and the id its pair row and both sides' rows share
+    capture: str | None = None  # the capture method its sensor read the wire with (asked, else the engine's default)
+    capture_options: dict[str, str | int | float | bool] = Field(default_factory=dict)  # effective, defaults written out
+    capture_drops: dict[str, Number | None] = Field(default_factory=dict)  # per drop point of the method: median
     # each metric's per-sample values (ok samples, in sample order): what effect sizes resample
     # (analysis.effect); not part of `to_row()`
     values: dict[str, tuple[float | None, ...]] = Field(default_factory=dict)
@@ -562,6 +565,9 @@ class CaseResult(Record):
         if self.engines is not None:
             out.update(self.engines.row())
         out["alerts_by_sid"] = {str(sid): _tidy(n) for sid, n in sorted(self.alerts_by_sid.items())}
+        out["capture"] = self.capture if self.capture is not None else self.params.capture
+        out["capture_options"] = dict(self.capture_options)
+        out["waterfall_capture"] = {k: _tidy(v) for k, v in sorted(self.capture_drops.items())}
         if self.duet_side is not None:
             out.update({"duet_side": self.duet_side, "duet_pair": self.duet_pair})
         return out
