@@ -13,7 +13,8 @@ from idsbench.accounting import WaterfallInput, waterfall
 from idsbench.errors import SpecError
 from idsbench.plan import plan
 from idsbench.sensors.base import SensorOptions
-from idsbench.sensors.snort.config import SnortOptions, render_config as render_snort
+from idsbench.sensors.snort.config import SnortOptions
+from idsbench.sensors.snort.config import render_config as render_snort
 from idsbench.sensors.snort.stats import SnortCounters
 from idsbench.sensors.suricata import Suricata, capture_drops_from_stats, counters_from_stats
 from idsbench.sensors.suricata.config import RunPaths, capture_section, render_config
