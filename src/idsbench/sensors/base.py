@@ -139,6 +139,11 @@ class SensorEngine(Protocol):
         """`builtin:…` names and paths (already absolute) to rule files; InputError/SpecError."""
         ...
 
+    def check_capture(self, method: str | None) -> None:
+        """SpecError (or EnvironmentMissing) when this engine, as installed, cannot capture with `method`
+        (idsbench.capture; None: its default): checked for every value of sensor.capture before any sample."""
+        ...
+
     def config_test(self, options: SensorOptions, workdir: Path) -> None:
         """Test the config a run would use; InputError (rules), SpecError (overrides) or
         SensorFailed (anything else), each quoting the engine's own messages."""

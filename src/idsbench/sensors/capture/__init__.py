@@ -125,6 +125,10 @@ class Capture:
                             fix="set its ring with [sensor.set.capture] (block_size, block_count, buffer_kib).")
         return method
 
+    def check_capture(self, method: str | None) -> None:
+        """A reader of its own (afpacket, libpcap: tcpdump installed)."""
+        self.config_test(SensorOptions(capture=method), Path("."))
+
     def config_test(self, options: SensorOptions, workdir: Path) -> None:
         """Settings and method valid, the programs built (and tcpdump installed for libpcap)."""
         method = self._method(options)

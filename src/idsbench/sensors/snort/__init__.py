@@ -143,6 +143,10 @@ class Snort:
         return proc.run([str(self.install.binary), "--dump-builtin-rules"], timeout=60).stdout
 
     # --- config -------------------------------------------------------------------------------
+    def check_capture(self, method: str | None) -> None:
+        """The DAQ module must be one this libdaq build has (afpacket and pcap: static in scripts/build-snort.sh)."""
+        capture_of(SensorOptions(capture=method))
+
     def _options(self, options: SensorOptions, log_dir: Path, interface: str | None,
                  mtu: int | None) -> SnortOptions:
         loads = rulesets.rule_loads(options.rules)
