@@ -53,6 +53,7 @@ def test_unset_capture_keeps_case_ids_and_the_spec_dump():
     ({"capture": "af-xdp", "capture_options": {"af-xdp": {"xdp-mode": "hw"}}}, "not one of drv, driver, skb"),
     ({"capture": "af-packet", "capture_options": {"ring-size": "big"}}, "not a whole number"),
     ({"capture_options": {"af_xdp": {"xdp-mode": "skb"}}}, "names no capture method"),
+    ({"engine": ["snort"], "capture": "pcap"}, "cannot be stopped on a quiet wire.*use afpacket"),
     ({"capture": "Bad Name"}, "not a capture method name"),
 ])
 def test_bad_capture_input_is_a_spec_error_naming_the_fix(sensor, match):
