@@ -165,3 +165,19 @@ def test_waterfall_books_native_xdp_drops_once():
     skb = waterfall(WaterfallInput(sent=40872, sender_tx=40872, sensor_rx=40872, captured=40872, dropped=27365,
                                    decoded=13507))
     assert (skb.loss_nic_pkts, skb.loss_capture_pkts, skb.unaccounted_pkts) == (0, 27365, 0)
+
+
+# --- results and report ------------------------------------------------------------------------------
+def test_rows_and_report_compare_the_capture_methods(tmp_path: Path):
+    from idsbench.analysis import case_table
+    from idsbench.report import write_report
+    from idsbench.store.reader import load_campaign
+    from tests.fakecampaign import FakeCase, write_campaign
+
+    root = write_campaign(tmp_path / "c", [FakeCase(capture="af-packet", sensor_cpu=40.0),
+                                           FakeCase(capture="pcap", sensor_cpu=60.0, drop_fraction=0.01)])
+    rows = {r.params.capture: r.to_row() for r in case_table(load_campaign(root))}
+    assert rows["pcap"]["capture"] == "pcap" and rows["pcap"]["capture_options"] == {"threads": 1}
+    assert rows["pcap"]["waterfall_capture"] == {"pcap.drops": rows["pcap"]["dropped_pkts"]}
+    html = write_report(root).read_text()
+    assert "Capture methods compared" in html and "pcap.drops" in html
