@@ -105,7 +105,7 @@ def test_overloaded_waterfall_closes_for_every_method(tmp_path: Path, state_dir:
     _needs()
     spec = spec_from_dict({
         "name": "capture-overload", "samples": 1, "timing": {"settle_s": 0.5, "drain_timeout_s": 10},
-        "traffic": {"traces": [str(BUSY)], "rate": [{"pps": 6000}], "sender": "native"},
+        "traffic": {"traces": [str(BUSY)], "rate": [{"pps": 30000}], "sender": "native"},
         "sensor": {"capture": ["af-packet-v2", "af-xdp", "pcap"], "rules": [str(costly_rules)],
                    "capture_options": {"af-packet-v2": {"ring-size": 512}, "pcap": {"buffer-size": 262144}},
                    "ground_truth": False},

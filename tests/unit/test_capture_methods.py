@@ -181,3 +181,12 @@ def test_rows_and_report_compare_the_capture_methods(tmp_path: Path):
     assert rows["pcap"]["waterfall_capture"] == {"pcap.drops": rows["pcap"]["dropped_pkts"]}
     html = write_report(root).read_text()
     assert "Capture methods compared" in html and "pcap.drops" in html
+
+
+def test_pcap_total_at_exit_counts_what_was_left_in_libpcaps_ring():
+    from idsbench.sensors.suricata import log as slog
+
+    lines = ["[1 - W#01-x0] 2026-11-28 15:07:52 Info: pcap: x0: packets 25283, bytes 1800822",
+             "[1 - W#01-x0] 2026-11-28 15:07:52 Info: pcap: x0: pcap total:40879 recv:25284 drop:15595 (38.1%)"]
+    assert slog.pcap_total(lines) == 40879 and slog.pcap_total(lines[:1]) is None
+    assert capture.QUIET_WINDOW_S[("suricata", "pcap")] > 1.0  # two of libpcap's 500-ms block timeouts

@@ -292,9 +292,12 @@ class SuricataRun:
             )
         last = series[-1].counters if series else Counters()
         drops = summary.kernel_drops or 0
+        # the device line's packets: AF_PACKET's include its drops, AF_XDP's and libpcap's do not (measured)
+        captured = (summary.kernel_packets or 0) + (drops if self.capture in ("af-xdp", "pcap") else 0)
+        if self.capture == "pcap":  # what libpcap had received at exit, packets left in its ring included
+            captured = max(captured, slog.pcap_total(self._log_lines()) or 0)
         from_log = Counters(
-            # the device line's packets: AF_PACKET's include its drops, AF_XDP's and libpcap's do not (measured)
-            captured_pkts=(summary.kernel_packets or 0) + (drops if self.capture in ("af-xdp", "pcap") else 0),
+            captured_pkts=captured,
             dropped_pkts=drops,
             dropped_at_nic_pkts=drops if self._drops_at_nic else 0,
             alerts=summary.alerts or 0,
