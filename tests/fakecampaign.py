@@ -55,12 +55,13 @@ class FakeCase:
     config: str = "default"             # sensor.config (an A/B axis)
     workers: int | None = None          # placement.sensor_workers (None: not recorded, as before issue 28)
     threads: Sequence[int] = ()         # per sample, the workers the engine reported (sensor.threads)
+    capture: str | None = None          # sensor.capture (an axis): recorded with options and drop points
 
     @property
     def plan_case(self) -> Case:
         return Case(trace=self.trace, replayers=self.replayers, rate=Rate.model_validate(self.rate),
                     loops=self.loops, setup=self.setup, cpus=self.cpus, memory=self.memory, sender=self.sender,
-                    config=self.config)
+                    config=self.config, capture=self.capture)
 
     @property
     def case_id(self) -> str:
@@ -186,7 +187,10 @@ def _write_sample(path: Path, case: FakeCase, k: int, start: float, interval: fl
                         "mbps": 1.0, "requested_pps": None, **_native_figures(case, k)}
                        for i in range(case.replayers)], "sender": case.sender},
         "sensor": {"engine": "suricata", "version": "7.0.10", "counters": final, "errors": [],
-                   **({"threads": case.threads[k]} if k < len(case.threads) else {})},
+                   **({"threads": case.threads[k]} if k < len(case.threads) else {}),
+                   **({"capture": case.capture, "capture_options": {"threads": 1},
+                       "capture_drops": {f"{case.capture}.drops": final.get("dropped_pkts", 0)}}
+                      if case.capture else {})},
         **({"placement": {"sender_cpus": [0], "sensor_cpus": [1], "sensor_workers": case.workers}}
            if case.workers is not None else {}),
         "resources": {"sensor_cpu_pct": cpu, "sensor_rss_peak_bytes": int(rss), "host_cpu_pct": host},

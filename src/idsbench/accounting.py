@@ -4,7 +4,8 @@
     sender tx ─(wire loss: transmitted, never received: a lossy tap/SPAN, netem)─►
     sensor rx ─(NIC loss: rx_dropped of the sensor-side interface)─►
     softnet ─(softnet backlog drops, host-wide /proc/net/softnet_stat)─►
-    captured ─(capture loss: the capture ring was full, capture.kernel_drops)─►
+    captured ─(capture loss: the capture ring was full, capture.kernel_drops; per method: AF_PACKET's
+               ring drops, AF_XDP's socket drops, libpcap's ps_drop, Snort's daq.dropped)─►
     decoded  (+ unprocessed: captured, still in the ring when the sensor stopped)
 
 `unaccounted` = sent − every loss − unprocessed − decoded: 0 on a setup where every counter is
@@ -39,6 +40,7 @@ class WaterfallInput:
     dropped: int = 0
     decoded: int = 0
     invisible: tuple[str, ...] = ()
+    dropped_at_nic: int = 0        # of `dropped`, those the interface's rx_dropped counted too (native XDP)
 
 
 class Waterfall(BaseModel):
@@ -74,14 +76,18 @@ class Waterfall(BaseModel):
 def waterfall(w: WaterfallInput) -> Waterfall:
     """Attribute every packet of `w.sent` to a drop point; see the module docstring."""
     unprocessed = w.captured - w.decoded - w.dropped
+    # AF_XDP in native mode: a redirect that found the socket's ring full is the interface's rx_dropped AND
+    # the socket's drop; the interface's receive count holds it too. Booked once, at the capture.
+    overlap = min(max(0, w.sensor_rx_dropped), max(0, w.dropped_at_nic))
+    rx_dropped = w.sensor_rx_dropped - overlap
     if w.sender_tx is None or w.sensor_rx is None or "wire" in w.invisible:  # "wire": a setup's own NIC
         loss_sender = loss_wire = loss_nic = 0
         invisible = tuple(dict.fromkeys((*w.invisible, "wire")))
     else:
         untransmitted = max(0, w.sent - w.sender_tx)
         loss_sender = 0 if w.impaired else untransmitted
-        loss_wire = (untransmitted if w.impaired else 0) + max(0, w.sender_tx - w.sensor_rx - w.sensor_rx_dropped)
-        loss_nic = w.sensor_rx_dropped
+        loss_wire = (untransmitted if w.impaired else 0) + max(0, w.sender_tx - w.sensor_rx - rx_dropped)
+        loss_nic = rx_dropped
         invisible = w.invisible
     # Softnet drops are host-wide: count only what the sensor side is missing.
     arrived = w.sent - loss_sender - loss_wire - loss_nic
@@ -100,4 +106,5 @@ def waterfall_of(sent: int, wire: WireRecord | None, counters: Counters, invisib
         sent=sent, sender_tx=wire.sender_tx_pkts if wire else None, sensor_rx=wire.sensor_rx_pkts if wire else None,
         impaired=wire.impaired if wire else False, sensor_rx_dropped=wire.sensor_rx_dropped if wire else 0,
         softnet_dropped=wire.softnet_dropped if wire else 0, captured=counters.captured_pkts,
-        dropped=counters.dropped_pkts, decoded=counters.decoded_pkts, invisible=invisible))
+        dropped=counters.dropped_pkts, decoded=counters.decoded_pkts, invisible=invisible,
+        dropped_at_nic=counters.dropped_at_nic_pkts))

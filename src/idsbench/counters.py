@@ -24,6 +24,9 @@ class Counters:
     flows: int = 0
     invalid_pkts: int = 0
     decoder_events: int = 0
+    # of dropped_pkts, those the sensor interface counted as its rx_dropped too (AF_XDP in native XDP mode:
+    # a redirect that finds the socket's ring full); the waterfall books them once, at the capture
+    dropped_at_nic_pkts: int = 0
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

@@ -40,6 +40,7 @@ SIDE_AXES: tuple[SideAxis, ...] = (
     SideAxis("sensor.engine", "engine", lambda s: s.sensor.engine),
     SideAxis("sensor.rules", "rules", lambda s: [name for name, _ in s.sensor.ruleset_axis()]),
     SideAxis("sensor.config", "config", lambda s: s.sensor.config),
+    SideAxis("sensor.capture", "capture", lambda s: s.sensor.capture),  # capture settings (issue 29)
 )
 
 

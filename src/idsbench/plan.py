@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from idsbench import duet
+from idsbench import capture, duet
 from idsbench.errors import SpecError
 from idsbench.sensors import registry
 from idsbench.spec import Rate, Spec, parse_size
@@ -19,7 +19,8 @@ from idsbench.spec import Rate, Spec, parse_size
 # Parameters left out of a case id's digest when they have these values (ids of campaigns made
 # before the parameter existed stay the same).
 DIGEST_DEFAULTS: dict[str, object] = {"engine": "suricata", "sender": "tcpreplay", "config": "default",
-                                      "rules": "default", "threads": None, "duet_side": None}
+                                      "rules": "default", "threads": None, "duet_side": None,
+                                      "capture": None}
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class Case:
                                  # "default" without a ruleset axis
     threads: int | str | None = None  # sensor.threads: a worker count, "auto", None = one per allocated CPU
     duet_side: str | None = None  # mode = "duet": "a" or "b" (idsbench.duet), None otherwise
+    capture: str | None = None   # sensor.capture: the capture method (idsbench.capture); None: the engine's default
     samples: tuple[Sample, ...] = field(default=(), compare=False)
 
     @property
@@ -74,6 +76,7 @@ class Case:
             "rules": self.rules,
             "threads": self.threads,
             "duet_side": self.duet_side,
+            "capture": self.capture,
         }
 
     @property
@@ -95,6 +98,8 @@ class Case:
             parts.append(f"m{_slug(self.memory)}")
         if self.threads is not None:
             parts.append(f"t{_slug(str(self.threads))}")
+        if self.capture is not None:
+            parts.append(f"cap_{_slug(self.capture)}")
         if self.duet_side is not None:
             parts.append(f"duet_{self.duet_side}")
         return "-".join(parts) + f"-{digest}"
@@ -122,6 +127,8 @@ def check_names(spec: Spec) -> None:
     if unknown:
         raise SpecError(f"setup.kinds: unknown setup kind(s) {', '.join(map(repr, unknown))}.",
                         fix=f"use {', '.join(KINDS)}.")
+    capture.check(spec.sensor.engine, spec.sensor.capture, spec.sensor.capture_options,
+                  spec.sensor.capture_method)
     tables = [k for k, value in spec.sensor.set.items() if isinstance(value, dict) and k not in registry.names()]
     if tables:
         raise SpecError(f"[sensor.set.{tables[0]}] names no engine; a table under sensor.set holds one engine's "
@@ -130,7 +137,7 @@ def check_names(spec: Spec) -> None:
 
 def plan(spec: Spec) -> list[Case]:
     """Cartesian product of the spec's axes, in a stable order: engine outermost, then config, sender,
-    setup, cpus, memory, trace, rate, replayers, rules, and threads innermost (a trace that names its own
+    setup, cpus, memory, trace, rate, replayers, rules, threads, and capture innermost (a trace that names its own
     rules has that one ruleset instead of the sensor.rules axis)."""
     check_names(spec)
     duet.check_spec(spec)
@@ -140,11 +147,11 @@ def plan(spec: Spec) -> list[Case]:
         spec.setup.memory, spec.trace_rulesets(), spec.traffic.rate, spec.traffic.replayers,
     )
     for engine, config, sender, setup, cpus, memory, (trace, rulesets), rate, replayers in axes:
-        for (rules, _), threads in itertools.product(rulesets, spec.sensor.threads):
+        for (rules, _), threads, method in itertools.product(rulesets, spec.sensor.threads, spec.sensor.capture):
             case = Case(trace=trace, replayers=replayers, rate=rate, loops=spec.traffic.loops,
                         setup=setup, cpus=cpus, memory=memory, flows=spec.traffic.flows,
                         duration_s=spec.traffic.duration_s, engine=engine, sender=sender, config=config,
-                        rules=rules, threads=threads)
+                        rules=rules, threads=threads, capture=method)
             samples = tuple(Sample(case.case_id, k) for k in range(spec.samples))
             cases.append(dataclasses.replace(case, samples=samples))
     if spec.mode == "duet":

@@ -196,14 +196,33 @@ class Sensor(_Frozen):
     # unset = the CPUs the sensor is pinned to, or its quota rounded up; a count; or "auto" (the
     # engine's own choice); a list is an axis
     threads: list[Threads] = Field(default_factory=lambda: list[Threads]([None]), min_length=1)
+    # how the engine reads the wire (idsbench.capture): a method name, or a list (an axis); None: the
+    # engine's default (Suricata "af-packet", Snort "afpacket", the capture engine its `capture_method`)
+    capture: list[str | None] = Field(default_factory=lambda: list[str | None]([None]), min_length=1)
+    # the methods' options: plain keys for every method of the axis, a table per method for its own
+    capture_options: dict[str, Scalar | dict[str, Scalar]] = Field(default_factory=dict)
 
     @model_serializer(mode="wrap")
     def _without_unset_threads(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:  # Any: pydantic's dump
-        """A spec without `threads` dumps as before it existed (resume compares dumps)."""
+        """A spec without `threads`, `capture` or `capture_options` dumps as before they existed (resume
+        compares dumps)."""
         data: dict[str, Any] = handler(self)  # Any: pydantic's dump
         if data.get("threads") == [None]:
             data.pop("threads")
+        if data.get("capture") == [None]:
+            data.pop("capture")
+        if not data.get("capture_options"):
+            data.pop("capture_options", None)
         return data
+
+    @field_validator("capture", mode="before")
+    @classmethod
+    def _capture_names(cls, v: Any) -> Any:
+        values = v if isinstance(v, list) else [v]
+        for c in values:
+            if c is not None and (not isinstance(c, str) or not re.fullmatch(r"[a-z0-9][a-z0-9-]*", c)):
+                raise ValueError(f"capture = {c!r} is not a capture method name (e.g. \"af-packet\", \"pcap\")")
+        return values
 
     @field_validator("threads", mode="before")
     @classmethod

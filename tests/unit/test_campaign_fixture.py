@@ -74,6 +74,8 @@ def test_results_rows_are_those_of_the_code_that_wrote_it(root: Path, expected: 
         alerts = row.pop("alerts_by_sid")
         for key in ADDED_ROW_KEYS:  # main's samples did not record these (the sensor's log is left out)
             assert row.pop(key) is None, key
+        # nor their capture method (issue 30): none asked, none recorded
+        assert (row.pop("capture"), row.pop("capture_options"), row.pop("waterfall_capture")) == (None, {}, {})
         assert row == before
         assert list(row) == keys                                # the same keys in the same order
         # the marker rules' alerts per signature (medians over the 2 ok samples): what they raise offline

@@ -90,7 +90,7 @@ def test_hosts_are_refused():
 
 
 def test_the_side_axes_table_names_what_may_differ():
-    assert [a.key for a in duet.SIDE_AXES] == ["sensor.engine", "sensor.rules", "sensor.config"]
+    assert [a.key for a in duet.SIDE_AXES] == ["sensor.engine", "sensor.rules", "sensor.config", "sensor.capture"]
     assert {f.key for f in duet.FIXED_AXES} >= {"traffic.replayers", "traffic.rate", "traffic.traces"}
 
 

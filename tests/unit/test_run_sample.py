@@ -117,6 +117,9 @@ class FakeSensorRun:
     def integrity(self) -> EventLogIntegrity | None:
         return EventLogIntegrity(Path("/nonexistent/eve.json"), 10, 0, self.script.eve_cut)
 
+    def capture_info(self) -> tuple[str, dict[str, object], dict[str, int]]:
+        return "af-packet", {"tpacket-v3": True}, {"af-packet.ring_drops": 0}
+
     def worker_threads(self) -> int | None:
         return self.threads if self.threads is not None else 7  # "auto": whatever the engine chose
 

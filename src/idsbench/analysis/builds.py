@@ -23,12 +23,15 @@ def _delta(base: CaseResult, contender: CaseResult, metric: str) -> compare.Metr
     return compare.metric_delta(base, contender, metric)
 
 
-COMPARED_AXES = ("engine", "rules")  # the case parameters the report compares along
+COMPARED_AXES = ("engine", "rules", "capture")  # the case parameters the report compares along
+# capture methods (issue 30): CPU per packet, drops, and each method's NDR when the cases were searched
+CAPTURE_METRICS = ("sensor_us_per_pkt", "sensor_cpu_pct", "dropped_pkts", "drop_ratio", "decoded_pkts")
+AXIS_METRICS: dict[str, tuple[str, ...]] = {"capture": CAPTURE_METRICS}
 
 
 @dataclass(frozen=True)
 class AxisComparison:
-    axis: str  # the case parameter that differs: "engine" or "rules"
+    axis: str  # the case parameter that differs: "engine", "rules" or "capture"
     base: CaseResult
     contender: CaseResult
     deltas: dict[str, compare.MetricDelta]
@@ -49,8 +52,10 @@ def _others(r: CaseResult, axis: str) -> tuple[object, ...]:
 
 
 def compare_along(rows: Sequence[CaseResult], axis: str,
-                  metrics: Sequence[str] = BUILD_METRICS) -> list[AxisComparison]:
-    """Each case of the axis' first value (in the spec's order) against the same case with every other value."""
+                  metrics: Sequence[str] | None = None) -> list[AxisComparison]:
+    """Each case of the axis' first value (in the spec's order) against the same case with every other value
+    (`metrics`: the axis' own, AXIS_METRICS, else BUILD_METRICS; NDR and PDR added when both were searched)."""
+    metrics = tuple(metrics if metrics is not None else AXIS_METRICS.get(axis, BUILD_METRICS))
     groups: dict[tuple[object, ...], list[CaseResult]] = defaultdict(list)
     for r in rows:
         groups[_others(r, axis)].append(r)
@@ -59,5 +64,8 @@ def compare_along(rows: Sequence[CaseResult], axis: str,
         if len(members) < 2:
             continue
         base, *contenders = members
-        out += [AxisComparison(axis, base, c, {m: _delta(base, c, m) for m in metrics}) for c in contenders]
+        for c in contenders:
+            searched = tuple(k for k in ("ndr_pps",) if base.search is not None and c.search is not None
+                             and k not in metrics)
+            out.append(AxisComparison(axis, base, c, {m: _delta(base, c, m) for m in (*metrics, *searched)}))
     return out

@@ -114,8 +114,20 @@ def case_result(cs: CaseSamples, cv_threshold: float = DEFAULT_CV_THRESHOLD,
         pairs=tuple(sorted({s.summary.pair for s in (cs.used or cs.failed) if s.summary.pair})),
         degraded_sensor=degraded_medians(cs), phases=phase_medians(cs), search=search_fields(cs.search),
         engine_version=engine_version(cs), alerts_by_sid=alert_medians(cs), sensor_threads=sensor_threads(cs),
-        host_side=host_side_fields(cs.used),
+        host_side=host_side_fields(cs.used), **capture_fields(cs),
     )
+
+
+def capture_fields(cs: CaseSamples) -> dict[str, object]:
+    """`capture`, `capture_options` (as the first sample that recorded them ran) and `capture_drops`: per
+    drop point of the method, its median over the ok samples (idsbench.capture)."""
+    recorded = [s.summary.sensor for s in (*cs.used, *cs.failed) if s.summary.sensor.capture]
+    if not recorded:
+        return {"capture": cs.info.params.capture}
+    names = sorted({k for s in cs.used for k in s.summary.sensor.capture_drops})
+    drops = {n: median([s.summary.sensor.capture_drops.get(n, 0) for s in cs.used]) for n in names}
+    return {"capture": recorded[0].capture, "capture_options": dict(recorded[0].capture_options),
+            "capture_drops": drops}
 
 
 def phase_medians(cs: CaseSamples) -> dict[str, float]:

@@ -103,14 +103,19 @@ WATERFALL_TITLES = ("sent", "sender loss", "wire loss", "NIC drops", "softnet dr
 
 
 def _waterfall_table(campaign: Campaign, rows: list[CaseResult]) -> Table:
-    """Where each case's packets went (medians over its ok samples), what is invisible, what degraded."""
+    """Where each case's packets went (medians over its ok samples), the capture method's own drop points
+    (their sum is the capture drops; pcap's ps_ifdrop is the interface's, in NIC drops), what is invisible,
+    what degraded."""
     columns = (Column("case", "case"), *(Column(k, t, "right") for k, t in zip(WATERFALL_METRICS, WATERFALL_TITLES)),
-               Column("invisible", "invisible"), Column("degraded", "degraded"))
+               Column("capture", "capture: its drop points"), Column("invisible", "invisible"),
+               Column("degraded", "degraded"))
     body: list[tuple[Value, ...]] = []
     for row in rows:
         invisible = sorted({p for s in campaign.samples_of(row.case) for p in s.summary.invisible})
+        points = ", ".join(f"{k} {number(v, 0)}" for k, v in sorted(row.capture_drops.items()))
         body.append((f"{row.params.setup} {load_label(row)} {row.params.rate}",
-                     *(Measure(k, row.medians.get(k)) for k in WATERFALL_METRICS), ", ".join(invisible) or "–",
+                     *(Measure(k, row.medians.get(k)) for k in WATERFALL_METRICS),
+                     f"{row.capture or 'default'}" + (f": {points}" if points else ""), ", ".join(invisible) or "–",
                      ", ".join(f"{k} {number(v, 0)}" for k, v in degraded(row).items()) or "–"))
     return table(columns, body, css="results")
 
@@ -269,7 +274,7 @@ def _raw(campaign: Campaign) -> list[View]:
     return out
 
 
-AXIS_TITLES = {"engine": "Builds compared", "rules": "Rulesets compared"}
+AXIS_TITLES = {"engine": "Builds compared", "rules": "Rulesets compared", "capture": "Capture methods compared"}
 
 
 def _axis_views(rows: list[CaseResult]) -> list[View]:
@@ -281,7 +286,7 @@ def _axis_views(rows: list[CaseResult]) -> list[View]:
         compared = compare_along(rows, axis)
         if not compared:
             continue
-        keys = list(compared[0].deltas)
+        keys = list(dict.fromkeys(k for c in compared for k in c.deltas))
         body: list[tuple[Value, ...]] = []
         columns = (Column("base", "base"), Column("contender", "contender"), Column("case", "case"),
                    *(metric_column(k) for k in keys))
@@ -290,10 +295,17 @@ def _axis_views(rows: list[CaseResult]) -> list[View]:
             if axis == "engine":
                 base += f" ({engine_version(c.base) or '?'})"
                 contender += f" ({engine_version(c.contender) or '?'})"
-            body.append((base, contender, c.contender.case, *(_delta(k, c.deltas.get(k)) for k in keys)))
+            labels: tuple[Value, Value] = (base, contender)
+            if axis == "capture":  # the effective options (defaults written out) under each method
+                labels = (Text(base, note=_options_text(c.base)), Text(contender, note=_options_text(c.contender)))
+            body.append((*labels, c.contender.case, *(_delta(k, c.deltas.get(k)) for k in keys)))
         sections.append({"axis": axis, "id": f"compared-{axis}", "title": AXIS_TITLES[axis],
                          "table": table(columns, body)})
     return sections
+
+
+def _options_text(r: CaseResult) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(r.capture_options.items()))
 
 
 def _delta(key: str, d: MetricDelta | None) -> Text:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from idsbench import capture
 from idsbench.plan import Case
 from idsbench.run.context import CampaignContext, options_key
 from idsbench.sensors.base import SensorEngine, SensorOptions
@@ -97,11 +98,19 @@ def case_options(ctx: CampaignContext, case: Case) -> SensorOptions:
     return dataclasses.replace(opts, config_overlay=ctx.overlays.get(case.config, opts.config_overlay))
 
 
+def with_capture(options: SensorOptions, spec: Spec, case: Case) -> SensorOptions:
+    """`options` with the case's capture method (`capture`; None: the engine's default) and the spec's
+    `capture_options` that apply to it (idsbench.capture)."""
+    method = capture.method_of(case.engine, case.capture, spec.sensor.capture_method)
+    opts = capture.options_for(method, spec.sensor.capture_options)
+    return dataclasses.replace(options, capture=case.capture, capture_options=tuple(sorted(opts.items())))
+
+
 def case_facts(ctx: CampaignContext, case: Case, available: Sequence[int]) -> RunFacts:
     """The run facts of `case` on a host whose usable CPUs are `available` (`SampleDeps.available_cpus`)."""
     cpus = place_cpus(available, ctx.spec.setup.cpuset, sender_here=ctx.sender_here)
     workers = worker_threads(case.threads, case.cpus, len(cpus.sensor))
-    options = dataclasses.replace(case_options(ctx, case), threads=workers)
+    options = with_capture(dataclasses.replace(case_options(ctx, case), threads=workers), ctx.spec, case)
     paths = [*options.rules, *ctx.engine(case).host_paths()]
     if options.config_overlay is not None:
         paths.append(options.config_overlay)

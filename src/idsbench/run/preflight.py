@@ -117,6 +117,8 @@ def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path
     for name in spec.sensor.engine:
         engine = registry.engine(name)
         engine.require()
+        for method in spec.sensor.capture:  # e.g. AF_XDP on a build without it: refused before any sample
+            engine.check_capture(method)
         engines[name] = engine
         options.update(engine_options(spec, name, engine, lambda ref: str(spec.resolve_path(ref))))
         for ruleset, refs in spec.rulesets_used().items():  # the rules axis and every trace's own rules

@@ -148,7 +148,10 @@ class SampleRun:
                 warnings.extend(log.warnings)
                 integrity = ArtifactIntegrity(path=str(log.path), lines=log.lines,
                                               corrupt_lines=log.corrupt_lines, truncated_tail=log.truncated_tail)
+            method, capture_options, capture_drops = run.capture_info()
             sensor = SensorRecord(engine=self.engine.name, version=ctx.engine_versions[case.engine],
+                                  capture=method, capture_options=capture_options,
+                                  capture_drops=capture_drops if counters else {},
                                   counters=counters or Counters(), degraded=run.degraded() if counters else {},
                                   alerts_by_sid=run.alerts_by_signature() if counters else {},
                                   errors=tuple(run.errors()[:50]), threads=run.worker_threads(),

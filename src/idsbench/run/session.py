@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from idsbench import capture
 from idsbench.accounting import Waterfall, waterfall_of
 from idsbench.errors import SensorFailed
 from idsbench.infra import cgroups
@@ -29,7 +30,16 @@ from idsbench.monitor.sensor import CgroupSource, CgroupStats, ProcessGroup
 from idsbench.plan import Case
 from idsbench.proc import Supervisor
 from idsbench.run.context import CampaignContext
-from idsbench.run.drain import DrainResult, QuietWatch, WireSnapshot, any_runnable, drain, wire_record, wire_snapshot
+from idsbench.run.drain import (
+    QUIET_S,
+    DrainResult,
+    QuietWatch,
+    WireSnapshot,
+    any_runnable,
+    drain,
+    wire_record,
+    wire_snapshot,
+)
 from idsbench.run.facts import case_facts
 from idsbench.run.replay import ReplayOutcome, ReplayPlan, Sender, TrafficSender, replay_plan
 from idsbench.run.timeline import Timeline
@@ -355,8 +365,10 @@ class SensorSession:
             ends = self.deps.snapshot(wire)
             return None if ends.sensor is None else ends.sensor.rx_pkts + ends.sensor.rx_dropped
 
+        method = capture.method_of(self.case.engine, self.case.capture, self.ctx.spec.sensor.capture_method)
+        window = capture.QUIET_WINDOW_S.get((self.case.engine, method), QUIET_S)
         return QuietWatch(self.cpu_seconds, received, self.run_facts.allocation, clock=self.deps.monotonic,
-                          runnable=lambda: any_runnable(self.sensor_pids()))
+                          runnable=lambda: any_runnable(self.sensor_pids()), window_s=window)
 
     def _idle_rate(self, seconds: float = IDLE_PROBE_S) -> float | None:
         """Cores the sensor uses with nothing to do, over `seconds` (before a trial's replay, or after a

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from idsbench.capture import Scalar
 from idsbench.counters import Counters as Counters  # re-exported: the schema lives in the leaf idsbench.counters
 from idsbench.errors import EnvironmentMissing
 
@@ -50,6 +51,8 @@ class SensorOptions:
     config_overlay: Path | None = None
     capture_method: str = "afpacket"
     threads: int | None = None
+    capture: str | None = None  # sensor.capture: the method (idsbench.capture); None: the engine's default
+    capture_options: tuple[tuple[str, Scalar], ...] = ()  # the spec's options that apply to that method
 
     @property
     def override_map(self) -> dict[str, str]:
@@ -111,6 +114,11 @@ class SensorRun(Protocol):
         it did not say: not started, or an engine that cannot tell)."""
         ...
 
+    def capture_info(self) -> tuple[str, dict[str, Scalar], dict[str, int]]:
+        """How it read the wire: the capture method (idsbench.capture), its effective options (the
+        engine's defaults written out) and the method's own drop points (`<method>.<point>` -> packets)."""
+        ...
+
 
 class SensorEngine(Protocol):
     """What an engine adapter (Suricata, Snort, capture-only…) provides to runner and setups."""
@@ -129,6 +137,11 @@ class SensorEngine(Protocol):
 
     def resolve_rules(self, refs: Sequence[str]) -> list[Path]:
         """`builtin:…` names and paths (already absolute) to rule files; InputError/SpecError."""
+        ...
+
+    def check_capture(self, method: str | None) -> None:
+        """SpecError (or EnvironmentMissing) when this engine, as installed, cannot capture with `method`
+        (idsbench.capture; None: its default): checked for every value of sensor.capture before any sample."""
         ...
 
     def config_test(self, options: SensorOptions, workdir: Path) -> None:

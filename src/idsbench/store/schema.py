@@ -45,6 +45,7 @@ class CaseParams(Record):
     rules: str = "default"  # the ruleset (sensor.rulesets) the case ran with
     threads: int | str | None = None  # sensor.threads: a worker count, "auto"; None: one per allocated CPU
     duet_side: str | None = None  # mode = "duet": the side ("a" or "b") this case is (idsbench.duet)
+    capture: str | None = None  # sensor.capture: the capture method asked (None: the engine's default)
 
 
 class PlannedCase(CaseParams):
@@ -134,6 +135,9 @@ class SensorRecord(Record):
     errors: tuple[str, ...] = ()
     rule_sets: tuple[RuleSetRecord, ...] = ()
     threads: int | None = None  # the worker threads the engine reported it ran (its own log)
+    capture: str | None = None  # the capture method it read the wire with (idsbench.capture)
+    capture_options: dict[str, str | int | float | bool] = Field(default_factory=dict)  # effective, defaults written out
+    capture_drops: dict[str, int] = Field(default_factory=dict)  # the method's own drop points (last stats record)
 
 
 class ArtifactIntegrity(Record):
@@ -542,6 +546,9 @@ class CaseResult(Record):
     host_side: HostSideFigures | None = None  # [profile]: the host's side of a VM/container (None: not profiled)
     duet_side: str | None = None  # mode = "duet": the side ("a" or "b") this case ran as (analysis.duet)
     duet_pair: str | None = None  # and the id its pair row and both sides' rows share
+    capture: str | None = None  # the capture method its sensor read the wire with (asked, else the engine's default)
+    capture_options: dict[str, str | int | float | bool] = Field(default_factory=dict)  # effective, defaults written out
+    capture_drops: dict[str, Number | None] = Field(default_factory=dict)  # per drop point of the method: median
     # each metric's per-sample values (ok samples, in sample order): what effect sizes resample
     # (analysis.effect); not part of `to_row()`
     values: dict[str, tuple[float | None, ...]] = Field(default_factory=dict)
@@ -558,6 +565,9 @@ class CaseResult(Record):
         if self.engines is not None:
             out.update(self.engines.row())
         out["alerts_by_sid"] = {str(sid): _tidy(n) for sid, n in sorted(self.alerts_by_sid.items())}
+        out["capture"] = self.capture if self.capture is not None else self.params.capture
+        out["capture_options"] = dict(self.capture_options)
+        out["waterfall_capture"] = {k: _tidy(v) for k, v in sorted(self.capture_drops.items())}
         if self.duet_side is not None:
             out.update({"duet_side": self.duet_side, "duet_pair": self.duet_pair})
         return out

@@ -115,10 +115,19 @@ class Capture:
         return None  # no detection, so no ground truth
 
     def _method(self, options: SensorOptions) -> str:
-        if options.capture_method not in METHODS:
-            raise SpecError(f"sensor.capture_method {options.capture_method!r} is not known.",
+        """`sensor.capture` when given, else `sensor.capture_method`."""
+        method = options.capture or options.capture_method
+        if method not in METHODS:
+            raise SpecError(f"sensor.capture (or capture_method) {method!r} is not a method of the capture engine.",
                             fix=f"use one of {', '.join(METHODS)}.")
-        return options.capture_method
+        if options.capture_options:
+            raise SpecError("sensor.capture_options: the capture engine takes none.",
+                            fix="set its ring with [sensor.set.capture] (block_size, block_count, buffer_kib).")
+        return method
+
+    def check_capture(self, method: str | None) -> None:
+        """A reader of its own (afpacket, libpcap: tcpdump installed)."""
+        self.config_test(SensorOptions(capture=method), Path("."))
 
     def config_test(self, options: SensorOptions, workdir: Path) -> None:
         """Settings and method valid, the programs built (and tcpdump installed for libpcap)."""

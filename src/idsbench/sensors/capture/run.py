@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from idsbench.capture import Scalar
 from idsbench.errors import SensorFailed
 from idsbench.sensors.base import CounterPoint, Counters, EventLogIntegrity
 from idsbench.sensors.capture.config import capture_threads, ready_interface
@@ -143,6 +144,15 @@ class CaptureRun:
 
     def worker_threads(self) -> int | None:
         return capture_threads(self.method, self._console())
+
+    def capture_info(self) -> tuple[str, dict[str, Scalar], dict[str, int]]:
+        """Its reader and the reader's drop point (ibcapture's tp_drops, tcpdump's ps_drop); its settings
+        are `[sensor.set.capture]` (no capture_options)."""
+        log = self._log or self._read_log()
+        point = log.final or log.last
+        dropped = _counters(point).dropped_pkts if point is not None else 0
+        key = "ring_drops" if self.method == AFPACKET else "ps_drop"
+        return self.method, {}, {f"{self.method}.{key}": dropped}
 
     def integrity(self) -> EventLogIntegrity | None:
         if self.method != AFPACKET:

@@ -18,6 +18,7 @@ from functools import cached_property
 from pathlib import Path
 
 from idsbench import proc, settings
+from idsbench.capture import DEFAULT_METHOD, METHODS, Scalar, effective_options
 from idsbench.errors import EnvironmentMissing, InputError, SensorFailed, SpecError
 from idsbench.sensors import rulesets
 from idsbench.sensors.base import SensorOptions, requirement_met
@@ -142,15 +143,25 @@ class Snort:
         return proc.run([str(self.install.binary), "--dump-builtin-rules"], timeout=60).stdout
 
     # --- config -------------------------------------------------------------------------------
+    def check_capture(self, method: str | None) -> None:
+        """The DAQ module must be one this libdaq build has (afpacket and pcap: static in scripts/build-snort.sh)."""
+        capture_of(SensorOptions(capture=method))
+
     def _options(self, options: SensorOptions, log_dir: Path, interface: str | None,
                  mtu: int | None) -> SnortOptions:
         loads = rulesets.rule_loads(options.rules)
         filters = [f for load in loads for f in ruleprep.event_filters(load)]
+        module, effective = capture_of(options)
+        threads = threads_from(options.overrides, options.threads or default_threads())
+        mb = effective.get("buffer-size-mb")
         return SnortOptions(
             rules=tuple(Path(r).resolve() for r in options.rules), log_dir=log_dir,
             stats_interval_s=options.stats_interval_s, interface=interface,
-            threads=threads_from(options.overrides, options.threads or default_threads()), mtu=mtu,
-            buffer_size_mb=buffer_from(options.overrides), variables=self.variables,
+            # the pcap DAQ has no fanout: a second packet thread would see every packet again
+            threads=1 if module == "pcap" else threads, mtu=mtu,
+            buffer_size_mb=int(mb) if isinstance(mb, int) else buffer_from(options.overrides),
+            daq_module=module, pcap_buffer=int(effective["buffer-size"]) if module == "pcap" else None,
+            variables=self.variables,
             event_filters=render_event_filters(filters), rule_profile=self.profiling,
             overrides=lua_overrides(options.overrides, options.config_overlay))
 
@@ -162,8 +173,10 @@ class Snort:
         config = run_dir / CONFIG_FILE
         config.write_text(render_config(opts, self.install.base_config))
         argv = line_buffered(snort_argv(self.install.binary, config, opts))
+        module, effective = capture_of(options)
         return SnortRun(argv=argv, log_dir=run_dir, config_path=config, console_path=run_dir / CONSOLE_FILE,
-                        interface=interface, threads=opts.threads)
+                        interface=interface, threads=opts.threads, capture=module,
+                        capture_options={**effective, "threads": opts.threads})
 
     def offline_alerts(self, pcap: Path, options: SensorOptions, workdir: Path,
                        timeout_s: float = CONFIG_TEST_TIMEOUT_S) -> dict[int, int]:
@@ -203,6 +216,15 @@ class Snort:
         if returncode == 0 and snort_log.config_validated(text):
             return
         raise _config_test_error(text, options, config, returncode)
+
+
+def capture_of(options: SensorOptions) -> tuple[str, dict[str, Scalar]]:
+    """The DAQ module of a run (`sensor.capture`; afpacket by default) and its effective options."""
+    module = options.capture or DEFAULT_METHOD["snort"]
+    if module not in METHODS["snort"]:
+        raise SpecError(f"sensor.capture = {module!r}: Snort's DAQ has no such module here.",
+                        fix=f"use one of {', '.join(METHODS['snort'])}.")
+    return module, effective_options("snort", module, dict(options.capture_options))
 
 
 def _sources(ref: str) -> list[tuple[str, Path]]:

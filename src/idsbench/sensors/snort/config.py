@@ -101,6 +101,8 @@ class SnortOptions:
     threads: int = 1
     mtu: int | None = None  # sets the snap length (the stock 1518 would cut jumbo frames)
     buffer_size_mb: int | None = None  # afpacket ring per thread (libdaq's default: 128 MiB)
+    daq_module: str = "afpacket"  # sensor.capture: "afpacket" or "pcap" (idsbench.capture)
+    pcap_buffer: int | None = None  # the pcap DAQ's libpcap ring in bytes (buffer_size)
     # rule variables, e.g. the Suricata config's address/port groups so both engines see the same
     # HOME_NET: (("HOME_NET", "[10.0.0.0/8]"), ("HTTP_PORTS", "80")); *_PORTS are port variables
     variables: tuple[tuple[str, str], ...] = ()
@@ -148,13 +150,17 @@ def render_config(options: SnortOptions, base_config: Path) -> str:
     out = [f"-- written by idsbench for Snort {SNORT_VERSION}; the stock config, then this run's settings\n",
            f"include {lua_string(str(base_config))}\n\n"]
     if options.interface is not None:
-        variables = ["fanout_type=hash"] if options.threads > 1 else []
-        if options.buffer_size_mb is not None:
-            variables.append(f"buffer_size_mb={options.buffer_size_mb}")
+        if options.daq_module == "pcap":
+            variables = [f"buffer_size={options.pcap_buffer}"] if options.pcap_buffer is not None else []
+        else:
+            variables = ["fanout_type=hash"] if options.threads > 1 else []
+            if options.buffer_size_mb is not None:
+                variables.append(f"buffer_size_mb={options.buffer_size_mb}")
         var_list = ", ".join(lua_string(v) for v in variables)
         out.append(f"daq = {{\n    inputs = {{ {lua_string(options.interface)} }},\n"
                    f"    snaplen = {options.snaplen},\n"
-                   f"    modules = {{ {{ name = 'afpacket', mode = 'passive', variables = {{ {var_list} }} }} }},\n"
+                   f"    modules = {{ {{ name = {lua_string(options.daq_module)}, mode = 'passive', "
+                   f"variables = {{ {var_list} }} }} }},\n"
                    "}\n")
     else:
         out.append(f"daq = {{ snaplen = {options.snaplen} }}\n")

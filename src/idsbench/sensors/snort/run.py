@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from idsbench.capture import Scalar
 from idsbench.errors import SensorFailed
 from idsbench.sensors.base import CounterPoint, Counters, EventLogIntegrity
 from idsbench.sensors.snort import log as snort_log
@@ -49,8 +50,8 @@ def pids_with_argument(argument: str, proc_root: Path = Path("/proc")) -> list[i
     return out
 
 
-def schema_counters(c: SnortCounters) -> Counters:
-    return Counters.from_mapping(c.schema_counters())
+def schema_counters(c: SnortCounters, module: str = "afpacket") -> Counters:
+    return Counters.from_mapping(c.schema_counters(module))
 
 
 @dataclass
@@ -61,6 +62,8 @@ class SnortRun:
     console_path: Path  # the setup writes Snort's stdout+stderr here (stdout.txt)
     interface: str
     threads: int
+    capture: str = "afpacket"  # the DAQ module (idsbench.capture)
+    capture_options: dict[str, Scalar] = field(default_factory=dict)  # effective, defaults written out
     proc_root: Path = field(default=Path("/proc"), repr=False)
     find_pids: Finder | None = field(default=None, repr=False)  # default: pids_with_argument in proc_root
     started_unix: float | None = None
@@ -126,7 +129,7 @@ class SnortRun:
     # --- counters ---------------------------------------------------------------------------------
     def _point(self, t_unix: float, c: SnortCounters) -> CounterPoint:
         uptime = t_unix - self.started_unix if self.started_unix is not None else 0.0
-        return CounterPoint(t_unix=t_unix, uptime_s=max(0.0, uptime), counters=schema_counters(c))
+        return CounterPoint(t_unix=t_unix, uptime_s=max(0.0, uptime), counters=schema_counters(c, self.capture))
 
     def live_counters(self) -> CounterPoint | None:
         """The newest consistent perf_monitor snapshot over the packet threads. perf_monitor writes
@@ -150,7 +153,14 @@ class SnortRun:
         if stats is None:
             raise SensorFailed(f"Snort left no exit statistics in {self.console_path}.",
                                fix="it probably crashed or was killed; see errors() and its log.")
-        return schema_counters(stats.counters)
+        return schema_counters(stats.counters, self.capture)
+
+    def capture_info(self) -> tuple[str, dict[str, Scalar], dict[str, int]]:
+        """The DAQ module, its effective options and its drop point (daq.dropped at exit: afpacket's
+        tp_drops, pcap's ps_drop)."""
+        stats = parse_exit_stats(self._console())
+        dropped = stats.counters.dropped if stats is not None else 0
+        return self.capture, dict(self.capture_options), {f"{self.capture}.daq_dropped": dropped}
 
     def degraded(self) -> dict[str, int]:
         stats = parse_exit_stats(self._console())

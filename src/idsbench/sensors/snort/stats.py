@@ -41,12 +41,17 @@ class SnortCounters:
     @property
     def captured(self) -> int:
         """Packets the kernel offered the capture sockets, dropped ones included (Suricata's
-        capture.kernel_packets)."""
+        capture.kernel_packets), with the afpacket DAQ (received = tp_packets - tp_drops)."""
         return self.received + self.dropped
 
-    def schema_counters(self) -> dict[str, int]:
+    def captured_by(self, module: str) -> int:
+        """`captured` for a DAQ module: the pcap DAQ's received is libpcap's ps_recv, which on Linux
+        counts the ring's drops already (tp_packets)."""
+        return self.received if module == "pcap" else self.captured
+
+    def schema_counters(self, module: str = "afpacket") -> dict[str, int]:
         """The common schema's counters, for `Counters.from_mapping`."""
-        return {"captured_pkts": self.captured, "dropped_pkts": self.dropped, "decoded_pkts": self.analyzed,
+        return {"captured_pkts": self.captured_by(module), "dropped_pkts": self.dropped, "decoded_pkts": self.analyzed,
                 "decoded_bytes": self.rx_bytes, "alerts": self.alerts, "flows": self.flows}
 
     def plus(self, other: SnortCounters) -> SnortCounters:

@@ -20,15 +20,20 @@ from pathlib import Path
 from typing import Any
 
 from idsbench import proc
+from idsbench.capture import Scalar, xdp_drops_at_nic
 from idsbench.errors import EnvironmentMissing, InputError, SensorFailed, SpecError
 from idsbench.sensors import rulesets
 from idsbench.sensors.base import CounterPoint, Counters, EventLogIntegrity, SensorOptions
 from idsbench.sensors.suricata import log as slog
 from idsbench.sensors.suricata.config import (
+    CAPTURE_FLAGS,
     DEFAULT_CONFIG,
     RunPaths,
+    capture_section,
+    cluster_id_for,
     dump_config,
     load_default_config,
+    max_frame_for,
     render_config,
 )
 from idsbench.sensors.suricata.eve import EveScan, scan_eve
@@ -57,14 +62,24 @@ def _sum_leaves(d: Any) -> int:
     return _int(d)
 
 
-def counters_from_stats(stats: Mapping[str, Any]) -> Counters:
-    """Map one eve `stats` object (totals) onto the common schema; absent counters are 0."""
+def counters_from_stats(stats: Mapping[str, Any], drops_at_nic: bool = False) -> Counters:
+    """Map one eve `stats` object (totals) onto the common schema; absent counters are 0.
+
+    AF_XDP has no capture.kernel_packets: what its sockets received is capture.afxdp_packets (read from
+    the ring) plus capture.kernel_drops (the sockets' rx_dropped + rx_ring_full + rx_invalid_descs; the
+    fill ring's empty count is not added: those packets are in rx_dropped already). `drops_at_nic`: the
+    interface counted those drops as its rx_dropped too (native XDP), recorded in dropped_at_nic_pkts."""
     flows = _get(stats, "flow", "total")
     if flows is None:  # before 7.0: per-protocol counters only
         flows = sum(_int(_get(stats, "flow", p)) for p in ("tcp", "udp", "icmpv4", "icmpv6"))
+    drops = _int(_get(stats, "capture", "kernel_drops"))
+    captured = _int(_get(stats, "capture", "kernel_packets"))
+    if _get(stats, "capture", "afxdp_packets") is not None:
+        captured = _int(_get(stats, "capture", "afxdp_packets")) + drops
     return Counters(
-        captured_pkts=_int(_get(stats, "capture", "kernel_packets")),
-        dropped_pkts=_int(_get(stats, "capture", "kernel_drops")),
+        captured_pkts=captured,
+        dropped_pkts=drops,
+        dropped_at_nic_pkts=drops if drops_at_nic else 0,
         decoded_pkts=_int(_get(stats, "decoder", "pkts")),
         decoded_bytes=_int(_get(stats, "decoder", "bytes")),
         alerts=_int(_get(stats, "detect", "alert")),
@@ -74,7 +89,17 @@ def counters_from_stats(stats: Mapping[str, Any]) -> Counters:
     )
 
 
-def point_from_record(rec: Mapping[str, Any]) -> CounterPoint | None:
+def capture_drops_from_stats(method: str, stats: Mapping[str, Any]) -> dict[str, int]:
+    """The method's own drop points (keys `<method>.<point>`) from an eve stats object."""
+    drops = _int(_get(stats, "capture", "kernel_drops"))
+    if method == "af-xdp":  # rx_dropped + rx_ring_full + rx_invalid_descs of the sockets (XDP_STATISTICS)
+        return {"af-xdp.socket_drops": drops}
+    if method == "pcap":  # ps_ifdrop: the interface's own drops (booked at the NIC, not the capture)
+        return {"pcap.ps_drop": drops, "pcap.ps_ifdrop": _int(_get(stats, "capture", "kernel_ifdrops"))}
+    return {f"{method}.ring_drops": drops}  # tp_drops: the ring was full
+
+
+def point_from_record(rec: Mapping[str, Any], drops_at_nic: bool = False) -> CounterPoint | None:
     """CounterPoint from an eve stats record, or None when it is not one."""
     stats = rec.get("stats")
     if rec.get("event_type") != "stats" or not isinstance(stats, dict):
@@ -83,7 +108,8 @@ def point_from_record(rec: Mapping[str, Any]) -> CounterPoint | None:
         t = datetime.strptime(str(rec.get("timestamp")), _TS_FORMAT).timestamp()
     except ValueError:
         t = 0.0
-    return CounterPoint(t_unix=t, uptime_s=float(_int(stats.get("uptime"))), counters=counters_from_stats(stats))
+    return CounterPoint(t_unix=t, uptime_s=float(_int(stats.get("uptime"))),
+                        counters=counters_from_stats(stats, drops_at_nic))
 
 
 def _check_overrides(overrides: Mapping[str, str]) -> None:
@@ -108,6 +134,8 @@ class SuricataRun:
     yaml_path: Path
     pid_path: Path
     console_path: Path  # where the runner is expected to put stdout/stderr (stdout.txt)
+    capture: str = "af-packet"  # the capture method (idsbench.capture)
+    capture_options: dict[str, Scalar] = field(default_factory=dict)  # effective, defaults written out
     last_eve_scan: EveScan | None = field(default=None, repr=False)
     _last_stats: dict[str, Any] | None = field(default=None, repr=False)  # Any: Suricata's eve JSON as it wrote it
     _tail: FileTail = field(init=False, repr=False)
@@ -183,7 +211,7 @@ class SuricataRun:
         last: list[dict[str, Any]] = []  # Any (here and in the sinks): eve records, Suricata's JSON
 
         def sink(rec: dict[str, Any]) -> None:  # Any: an eve record
-            p = point_from_record(rec)
+            p = point_from_record(rec, self._drops_at_nic)
             if p is not None:
                 points.append(p)
                 last[:] = [rec]
@@ -192,6 +220,17 @@ class SuricataRun:
         self.last_eve_scan = scan
         self._last_stats = last[0]["stats"] if last else {}
         return points, scan
+
+    @property
+    def _drops_at_nic(self) -> bool:
+        return xdp_drops_at_nic("suricata", self.capture, self.capture_options)
+
+    def capture_info(self) -> tuple[str, dict[str, Scalar], dict[str, int]]:
+        """The capture method, its effective options and its drop points (the last stats record)."""
+        if self._last_stats is None:
+            self.counter_series()
+        return self.capture, dict(self.capture_options), capture_drops_from_stats(self.capture,
+                                                                                   self._last_stats or {})
 
     def counter_series(self) -> list[CounterPoint]:
         """One point per eve stats record (empty when eve.json does not exist yet)."""
@@ -208,7 +247,7 @@ class SuricataRun:
             if b'"event_type":"stats"' not in line:
                 continue
             try:
-                point = point_from_record(json.loads(line))
+                point = point_from_record(json.loads(line), self._drops_at_nic)
             except (ValueError, RecursionError):
                 continue
             if point is not None:
@@ -252,9 +291,15 @@ class SuricataRun:
                 fix="The sensor probably crashed or was killed; see its log and errors().",
             )
         last = series[-1].counters if series else Counters()
+        drops = summary.kernel_drops or 0
+        # the device line's packets: AF_PACKET's include its drops, AF_XDP's and libpcap's do not (measured)
+        captured = (summary.kernel_packets or 0) + (drops if self.capture in ("af-xdp", "pcap") else 0)
+        if self.capture == "pcap":  # what libpcap had received at exit, packets left in its ring included
+            captured = max(captured, slog.pcap_total(self._log_lines()) or 0)
         from_log = Counters(
-            captured_pkts=summary.kernel_packets or 0,
-            dropped_pkts=summary.kernel_drops or 0,
+            captured_pkts=captured,
+            dropped_pkts=drops,
+            dropped_at_nic_pkts=drops if self._drops_at_nic else 0,
             alerts=summary.alerts or 0,
         )
         return last.max_with(from_log)
@@ -339,9 +384,19 @@ class Suricata:
             "features": feats.split() if feats else [],
             "hyperscan": (field_("Hyperscan support:") or "").startswith("yes"),
             "af_packet": (field_("AF_PACKET support:") or "").startswith("yes"),
+            "af_xdp": (field_("AF_XDP support:") or "").startswith("yes"),
             "sysconfdir": (field_("Configuration directory:") or "/etc/suricata/").rstrip("/"),
             "datarootdir": field_("--datarootdir") or "/usr/share",
         }
+
+    def check_capture(self, method: str | None) -> None:
+        """SpecError when this build cannot capture with `method` (`suricata --build-info` says)."""
+        if method == "af-xdp" and not self.build_info().get("af_xdp"):
+            raise SpecError(f"sensor.capture = \"af-xdp\": {self.binary} (Suricata {self.version()}) was built "
+                            "without AF_XDP support (`suricata --build-info`: AF_XDP support: no).",
+                            fix="use a Suricata built with libxdp and libbpf (Debian's 7.0 package is; for the "
+                                "source build: scripts/install-system.sh installs libxdp-dev and libbpf-dev, "
+                                "then rebuild), or drop \"af-xdp\" from sensor.capture.")
 
     # --- rules ------------------------------------------------------------------------------
     def bundled_rules(self) -> list[Path]:
@@ -372,7 +427,8 @@ class Suricata:
         """Render `run_dir/suricata.yaml` and return the run (argv not yet started)."""
         return self.prepare_config(run_dir, interface, list(options.rules), options.override_map,
                                    options.stats_interval_s, threads=options.threads, mtu=mtu,
-                                   overlay=options.config_overlay)
+                                   overlay=options.config_overlay, capture=options.capture or "af-packet",
+                                   capture_options=dict(options.capture_options))
 
     def prepare_config(
         self,
@@ -385,6 +441,8 @@ class Suricata:
         mtu: int | None = None,
         cluster_id: int | None = None,
         overlay: Path | None = None,
+        capture: str = "af-packet",
+        capture_options: Mapping[str, Scalar] | None = None,
     ) -> SuricataRun:
         """`prepare` with every knob explicit (tests use threads and cluster_id)."""
         _check_overrides(overrides)
@@ -394,12 +452,14 @@ class Suricata:
         cfg = render_config(
             load_default_config(self.default_config), paths, interface, rules,
             stats_interval_s, threads=threads, mtu=mtu, cluster_id=cluster_id,
-            config_dir=self.default_config.parent,
+            config_dir=self.default_config.parent, capture=capture, capture_options=capture_options,
         )
+        cid = cluster_id if cluster_id is not None else cluster_id_for(paths.run_dir)
+        _, effective = capture_section(capture, interface, threads, cid, max_frame_for(mtu), capture_options or {})
         paths.yaml.write_text(dump_config(cfg))
         paths.pid.unlink(missing_ok=True)  # a stale pid file makes Suricata refuse to start
         argv = [
-            self.binary, "-c", str(paths.yaml), f"--af-packet={interface}",
+            self.binary, "-c", str(paths.yaml), f"{CAPTURE_FLAGS[capture]}={interface}",
             "-l", str(run_dir), "--pidfile", str(paths.pid),
         ]
         if overlay is not None:
@@ -409,6 +469,7 @@ class Suricata:
         return SuricataRun(
             argv=argv, log_dir=run_dir, eve_path=paths.eve, log_path=paths.log,
             yaml_path=paths.yaml, pid_path=paths.pid, console_path=run_dir / "stdout.txt",
+            capture=capture, capture_options=effective,
         )
 
     def offline_alerts(self, pcap: Path, options: SensorOptions, workdir: Path,
@@ -416,7 +477,7 @@ class Suricata:
         """Alerts per sid when Suricata reads `pcap` offline with the run's rules and config (`-r`,
         every packet processed: the ground truth of detection)."""
         run = self.prepare(Path(workdir), "lo", options)
-        args = [a for a in run.argv[1:] if a != "--af-packet=lo"] + ["-r", str(pcap), "--runmode", "single"]
+        args = [a for a in run.argv[1:] if not a.endswith("=lo")] + ["-r", str(pcap), "--runmode", "single"]
         cp = self._run(args, timeout=timeout_s)
         if cp.returncode != 0:
             lines = (cp.stdout + "\n" + cp.stderr).splitlines()
@@ -430,6 +491,7 @@ class Suricata:
         """`suricata -T` on the config a run would use. Raises InputError (rules that do not
         load), SpecError (overrides Suricata rejects) or SensorFailed (anything else)."""
         rules, overrides = list(options.rules), options.override_map
+        self.check_capture(options.capture)
         for r in rules:
             if not Path(r).is_file():
                 raise InputError(f"Rule file {r} does not exist.", fix="Fix the path in the spec.")
@@ -438,8 +500,7 @@ class Suricata:
                              fix="Fix sensor.config in the spec.")
         run = self.prepare(Path(workdir), "lo", SensorOptions(tuple(rules), options.overrides, 1,
                                                               options.config_overlay))
-        args = ["-T", *run.argv[1:]]
-        args.remove("--af-packet=lo")
+        args = [a for a in ["-T", *run.argv[1:]] if a != "--af-packet=lo"]
         try:
             cp = self._run(args, timeout=timeout_s)
         except EnvironmentMissing as e:

@@ -14,6 +14,7 @@ from functools import cached_property
 from pathlib import Path
 
 from idsbench.buildstamp import SuricataBuild
+from idsbench.capture import Scalar
 from idsbench.sensors.suricata import Suricata, SuricataRun
 from idsbench.sensors.suricata.build import (
     RUNTIME_PACKAGES,
@@ -91,8 +92,10 @@ class BuiltSuricata(Suricata):
 
     def prepare_config(self, run_dir: Path, interface: str, rules: Sequence[Path], overrides: Mapping[str, str],
                        stats_interval_s: int, threads: int | None = None, mtu: int | None = None,
-                       cluster_id: int | None = None, overlay: Path | None = None) -> SuricataRun:
+                       cluster_id: int | None = None, overlay: Path | None = None, capture: str = "af-packet",
+                       capture_options: Mapping[str, Scalar] | None = None) -> SuricataRun:
         if self.ref.profiling:
             overrides = {**dict(PROFILING_SETTINGS), **overrides}
         return super().prepare_config(run_dir, interface, rules, overrides, stats_interval_s, threads=threads,
-                                      mtu=mtu, cluster_id=cluster_id, overlay=overlay)
+                                      mtu=mtu, cluster_id=cluster_id, overlay=overlay, capture=capture,
+                                      capture_options=capture_options)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import copy
 import math
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from idsbench.capture import Scalar, effective_options
 from idsbench.errors import EnvironmentMissing
 
 DEFAULT_CONFIG = Path("/etc/suricata/suricata.yaml")
@@ -22,6 +23,8 @@ SURICATA_DEFAULT_PACKET_SIZE = 1514
 # defrag: yes lets the kernel hand over reassembled IP packets up to 64 KiB + headers (65561);
 # a tpacket-v3 block must hold one whole, or it is truncated.
 TPACKET_V3_MIN_BLOCK = 131072
+# the command-line switch that starts each capture method on an interface
+CAPTURE_FLAGS = {"af-packet": "--af-packet", "af-packet-v2": "--af-packet", "af-xdp": "--af-xdp", "pcap": "--pcap"}
 
 
 # libyaml's C parser and emitter where PyYAML has them: the pure-Python ones took ~0.3 s to read the
@@ -124,8 +127,11 @@ def render_config(
     mtu: int | None = None,
     cluster_id: int | None = None,
     config_dir: Path = DEFAULT_CONFIG.parent,
+    capture: str = "af-packet",
+    capture_options: Mapping[str, Scalar] | None = None,
 ) -> dict[str, Any]:
-    """Return a new config dict: `base` with outputs, logging, capture and rules replaced."""
+    """Return a new config dict: `base` with outputs, logging, capture and rules replaced (`capture`:
+    the method, idsbench.capture; `capture_section` says which options its section gets)."""
     if stats_interval_s < 1:
         raise ValueError("stats_interval_s must be >= 1 (Suricata counts it in whole seconds)")
     cfg = dict(base)
@@ -154,22 +160,14 @@ def render_config(
         ],
     }
     max_frame = max_frame_for(mtu)
-    afp: dict[str, Any] = {
-        "interface": interface,
-        "threads": threads if threads else "auto",
-        "cluster-id": cluster_id if cluster_id is not None else cluster_id_for(paths.run_dir),
-        "cluster-type": "cluster_flow",
-        "defrag": True,
-        "use-mmap": True,
-        "tpacket-v3": True,
-        "block-size": _block_size(max_frame),
-        "checksum-checks": "no",
-    }
     if max_frame is not None:
-        afp["snaplen"] = max_frame
         cfg["default-packet-size"] = max_frame
-    cfg["af-packet"] = [afp, {"interface": "default"}]
-    cfg["runmode"] = "workers"
+    cid = cluster_id if cluster_id is not None else cluster_id_for(paths.run_dir)
+    section, _ = capture_section(capture, interface, threads, cid, max_frame, capture_options or {})
+    cfg[_SECTION[capture]] = section
+    # AF_XDP: Suricata 7 and 8 size "threads" by the interface's RSS queues, which a veth does not report
+    # (0 queues: no worker at all); the single runmode starts the one capture thread regardless
+    cfg["runmode"] = "single" if capture == "af-xdp" else "workers"
     cfg["pid-file"] = str(paths.pid)
     cfg["unix-command"] = {"enabled": False}
     cfg["default-rule-path"] = run_dir
@@ -184,6 +182,49 @@ def render_config(
     # Write-side features that would touch paths outside run_dir.
     cfg["coredump"] = {"max-dump": 0}
     return cfg
+
+
+_SECTION = {"af-packet": "af-packet", "af-packet-v2": "af-packet", "af-xdp": "af-xdp", "pcap": "pcap"}
+
+
+def _yes(value: Scalar) -> bool:
+    return bool(value) if isinstance(value, bool) else str(value).lower() in ("yes", "true", "on")
+
+
+def capture_section(method: str, interface: str, threads: int | None, cluster_id: int, max_frame: int | None,
+                    options: Mapping[str, Scalar]) -> tuple[list[dict[str, Any]], dict[str, Scalar]]:
+    """The capture section of suricata.yaml for `method` on `interface` (its list: the interface, then
+    the `default` entry) and the effective options, every default the run depends on written out."""
+    if method not in _SECTION:
+        raise ValueError(f"unknown Suricata capture method {method!r}")
+    eff = effective_options("suricata", method, options)
+    if method in ("af-packet", "af-packet-v2"):
+        afp: dict[str, Any] = {"interface": interface, "threads": threads if threads else "auto",
+                               "cluster-id": cluster_id, "cluster-type": eff["cluster-type"], "defrag": True,
+                               "use-mmap": _yes(eff["use-mmap"]), "tpacket-v3": _yes(eff["tpacket-v3"]),
+                               "checksum-checks": "no"}
+        if method == "af-packet":
+            eff["block-size"] = int(eff.get("block-size") or _block_size(max_frame))
+            afp["block-size"] = eff["block-size"]
+        if "ring-size" in eff:
+            afp["ring-size"] = eff["ring-size"]
+        if max_frame is not None:
+            afp["snaplen"] = max_frame
+        eff["threads"] = afp["threads"]
+        return [afp, {"interface": "default"}], eff
+    if method == "af-xdp":
+        xdp = {"interface": interface, "threads": 1, "disable-promisc": False,
+               "force-xdp-mode": eff["xdp-mode"], "force-bind-mode": eff["force-bind-mode"],
+               "enable-busy-poll": _yes(eff["enable-busy-poll"]), "mem-unaligned": "no"}
+        eff.update({"threads": 1, "runmode": "single"})
+        return [xdp, {"interface": "default"}], eff
+    # libpcap: one thread (without a fanout group every further handle would see every packet again)
+    pcap: dict[str, Any] = {"interface": interface, "threads": 1, "buffer-size": eff["buffer-size"],
+                            "checksum-checks": "no", "promisc": True}
+    if max_frame is not None:
+        pcap["snaplen"] = max_frame
+    eff["threads"] = 1
+    return [pcap, {"interface": "default"}], eff
 
 
 def dump_config(cfg: dict[str, Any]) -> str:

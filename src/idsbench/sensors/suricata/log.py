@@ -17,6 +17,7 @@ READY_MARKER = "Engine started."
 _PREFIX = re.compile(r"^\[\d+ - [^\]]*\] \d{4}-\d\d-\d\d \d\d:\d\d:\d\d ")
 _LEVEL = re.compile(r"^(?P<level>Error|Warning|Notice|Info|Config|Perf|Debug|Critical|Alert|Emergency): ")
 _DEVICE = re.compile(r"device: (?P<iface>\S+): packets: (?P<pkts>\d+), drops: (?P<drops>\d+)")
+_PCAP_TOTAL = re.compile(r"pcap total:(?P<total>\d+) recv:\d+ drop:\d+")
 _ALERTS = re.compile(r"counters: Alerts: (?P<alerts>\d+)")
 _THREADS = re.compile(r"Threads created -> (?:RX: \d+ )?W: (?P<workers>\d+)")
 _RULES_FILE = re.compile(r'from file (?P<file>\S+) at line (?P<line>\d+)')
@@ -100,6 +101,14 @@ def parse_shutdown(lines: Iterable[str]) -> ShutdownSummary:
         kernel_drops=sum(d for _, d in pkts.values()),
         alerts=alerts,
     )
+
+
+def pcap_total(lines: Iterable[str]) -> int | None:
+    """libpcap's ps_recv at exit, summed over the pcap threads ("pcap: IF: pcap total:N recv:R drop:D", read
+    fresh when the thread exits: the stats records hold the value of the last packet-time second, short by
+    what arrived after it)."""
+    found = [int(m.group("total")) for line in lines if (m := _PCAP_TOTAL.search(line))]
+    return sum(found) if found else None
 
 
 def worker_threads(lines: Iterable[str]) -> int | None:

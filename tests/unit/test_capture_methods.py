@@ -1,0 +1,192 @@
+"""Capture methods as an axis (issue 30): the spec's axis and options, their validation before anything
+starts, each engine's config per method with its defaults written out, the counters and drop points of
+each method, and the waterfall booking AF_XDP's native-mode drops once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from idsbench import capture
+from idsbench.accounting import WaterfallInput, waterfall
+from idsbench.errors import SpecError
+from idsbench.plan import plan
+from idsbench.sensors.base import SensorOptions
+from idsbench.sensors.snort.config import SnortOptions
+from idsbench.sensors.snort.config import render_config as render_snort
+from idsbench.sensors.snort.stats import SnortCounters
+from idsbench.sensors.suricata import Suricata, capture_drops_from_stats, counters_from_stats
+from idsbench.sensors.suricata.config import RunPaths, capture_section, render_config
+from idsbench.spec import spec_from_dict
+
+
+def _spec(sensor: dict[str, object]) -> object:
+    return spec_from_dict({"name": "cap", "samples": 1, "sensor": sensor})
+
+
+# --- the spec and the plan ---------------------------------------------------------------------------
+def test_capture_is_an_axis_in_case_ids_and_params():
+    cases = plan(_spec({"capture": ["af-packet", "af-xdp"]}))
+    assert [c.capture for c in cases] == ["af-packet", "af-xdp"]
+    assert "-cap_af_xdp-" in cases[1].case_id and cases[1].params()["capture"] == "af-xdp"
+    one = plan(_spec({"capture": "pcap"}))
+    assert [c.capture for c in one] == ["pcap"]
+
+
+def test_unset_capture_keeps_case_ids_and_the_spec_dump():
+    spec = _spec({})
+    assert "capture" not in spec.model_dump()["sensor"] and "capture_options" not in spec.model_dump()["sensor"]
+    (case,) = plan(spec)
+    assert case.capture is None and "cap_" not in case.case_id
+    assert case.case_id == plan(_spec({"threads": [None]}))[0].case_id
+
+
+@pytest.mark.parametrize("sensor, match", [
+    ({"capture": "pf-ring"}, "suricata has no such capture method"),
+    ({"engine": ["snort"], "capture": "af-xdp"}, "snort has no such capture method.*afpacket, pcap"),
+    ({"capture": "af-packet", "capture_options": {"ring-szie": 4}}, "'ring-szie' is not an option"),
+    ({"capture": ["af-packet", "af-xdp"], "capture_options": {"cluster-type": "cluster_qm"}},
+     "'cluster-type' is not an option of suricata's 'af-xdp'"),
+    ({"capture": "af-packet-v2", "capture_options": {"block-size": 65536}}, "'block-size' is not an option"),
+    ({"capture": "af-packet", "capture_options": {"cluster-type": "cluster_rr"}}, "not one of cluster_flow"),
+    ({"capture": "af-xdp", "capture_options": {"af-xdp": {"xdp-mode": "hw"}}}, "not one of drv, driver, skb"),
+    ({"capture": "af-packet", "capture_options": {"ring-size": "big"}}, "not a whole number"),
+    ({"capture_options": {"af_xdp": {"xdp-mode": "skb"}}}, "names no capture method"),
+    ({"engine": ["snort"], "capture": "pcap"}, "cannot be stopped on a quiet wire.*use afpacket"),
+    ({"capture": "Bad Name"}, "not a capture method name"),
+])
+def test_bad_capture_input_is_a_spec_error_naming_the_fix(sensor, match):
+    with pytest.raises(SpecError, match=match) as err:
+        plan(_spec(sensor))
+    assert err.value.fix
+
+
+def test_a_methods_own_table_applies_to_it_only():
+    opts = {"use-mmap": True, "af-xdp": {"xdp-mode": "skb"}, "af-packet": {"ring-size": 4096}}
+    capture.check(["suricata"], ["af-packet", "af-packet-v2"], {"use-mmap": True, "af-packet": {"block-size": 1 << 18}})
+    assert capture.options_for("af-xdp", opts) == {"use-mmap": True, "xdp-mode": "skb"}
+    assert capture.options_for("af-packet", opts) == {"use-mmap": True, "ring-size": 4096}
+
+
+def test_the_capture_engine_keeps_its_readers_and_refuses_others():
+    assert [c.capture for c in plan(_spec({"engine": ["capture"], "capture": ["afpacket", "libpcap"]}))] == [
+        "afpacket", "libpcap"]
+    with pytest.raises(SpecError, match="capture has no such capture method"):
+        plan(_spec({"engine": ["capture"], "capture": "af-xdp"}))
+
+
+# --- Suricata's config per method --------------------------------------------------------------------
+def test_af_packet_v3_writes_its_defaults_out(tmp_path: Path):
+    cfg = render_config({}, RunPaths(tmp_path), "eth0", [], 1, threads=2, cluster_id=7)
+    afp = cfg["af-packet"][0]
+    assert afp["tpacket-v3"] is True and afp["use-mmap"] is True and afp["cluster-type"] == "cluster_flow"
+    assert afp["block-size"] == 131072 and afp["threads"] == 2 and cfg["runmode"] == "workers"
+    _, eff = capture_section("af-packet", "eth0", 2, 7, None, {})
+    assert eff == {"tpacket-v3": True, "use-mmap": True, "cluster-type": "cluster_flow", "block-size": 131072,
+                   "threads": 2}
+
+
+def test_af_packet_v2_and_its_options(tmp_path: Path):
+    cfg = render_config({}, RunPaths(tmp_path), "eth0", [], 1, capture="af-packet-v2",
+                        capture_options={"ring-size": 512, "cluster-type": "cluster_qm"})
+    afp = cfg["af-packet"][0]
+    assert afp["tpacket-v3"] is False and afp["use-mmap"] is True and afp["ring-size"] == 512
+    assert afp["cluster-type"] == "cluster_qm" and "block-size" not in afp
+
+
+def test_af_xdp_section_single_runmode_and_effective_options(tmp_path: Path):
+    cfg = render_config({}, RunPaths(tmp_path), "eth0", [], 1, threads=4, capture="af-xdp",
+                        capture_options={"xdp-mode": "driver", "enable-busy-poll": "no"})
+    xdp = cfg["af-xdp"][0]
+    assert xdp["interface"] == "eth0" and xdp["threads"] == 1 and xdp["force-xdp-mode"] == "drv"
+    assert xdp["force-bind-mode"] == "copy" and xdp["enable-busy-poll"] is False
+    assert cfg["runmode"] == "single"  # a veth reports no RSS queues: workers would start no thread
+
+
+def test_pcap_section_one_thread_and_libpcaps_ring(tmp_path: Path):
+    cfg = render_config({}, RunPaths(tmp_path), "eth0", [], 1, threads=3, mtu=9000, capture="pcap")
+    pcap = cfg["pcap"][0]
+    assert pcap["threads"] == 1 and pcap["buffer-size"] == capture.PCAP_DEFAULT_BUFFER and pcap["snaplen"] == 9022
+
+
+def test_argv_starts_the_method_on_the_interface(tmp_path: Path):
+    sur = Suricata(default_config=tmp_path / "none.yaml")
+    (tmp_path / "none.yaml").write_text("%YAML 1.1\n---\nvars: {}\n")
+    for method, flag in (("af-packet-v2", "--af-packet=x0"), ("af-xdp", "--af-xdp=x0"), ("pcap", "--pcap=x0")):
+        run = sur.prepare(tmp_path / method, "x0", SensorOptions(capture=method))
+        assert flag in run.argv and run.capture == method and run.capture_options
+
+
+def test_af_xdp_on_a_build_without_it_is_refused_before_the_run(tmp_path: Path, monkeypatch):
+    sur = Suricata()
+    monkeypatch.setattr(Suricata, "build_info", lambda self: {"version": "8.0.6", "af_xdp": False})
+    monkeypatch.setattr(Suricata, "version", lambda self: "8.0.6")
+    with pytest.raises(SpecError, match="without AF_XDP support") as err:
+        sur.config_test(SensorOptions(capture="af-xdp"), tmp_path)
+    assert "libxdp" in (err.value.fix or "")
+
+
+# --- counters and drop points ------------------------------------------------------------------------
+def test_af_xdp_counters_add_the_sockets_drops_to_what_they_read():
+    stats = {"capture": {"afxdp_packets": 14143, "kernel_drops": 26728}, "decoder": {"pkts": 14143}}
+    c = counters_from_stats(stats, drops_at_nic=True)
+    assert (c.captured_pkts, c.dropped_pkts, c.decoded_pkts, c.dropped_at_nic_pkts) == (40871, 26728, 14143, 26728)
+    assert counters_from_stats(stats).dropped_at_nic_pkts == 0
+    assert capture_drops_from_stats("af-xdp", stats) == {"af-xdp.socket_drops": 26728}
+
+
+def test_pcap_drop_points_keep_the_interfaces_own_apart():
+    stats = {"capture": {"kernel_packets": 40878, "kernel_drops": 15595, "kernel_ifdrops": 3}}
+    assert counters_from_stats(stats).captured_pkts == 40878  # ps_recv counts the ring's drops already
+    assert capture_drops_from_stats("pcap", stats) == {"pcap.ps_drop": 15595, "pcap.ps_ifdrop": 3}
+    assert capture_drops_from_stats("af-packet-v2", stats) == {"af-packet-v2.ring_drops": 15595}
+
+
+def test_snort_pcap_daq_received_counts_its_drops_already():
+    c = SnortCounters(received=1000, analyzed=700, dropped=300)
+    assert c.schema_counters("pcap")["captured_pkts"] == 1000
+    assert c.schema_counters("afpacket")["captured_pkts"] == 1300
+
+
+def test_snort_renders_the_pcap_daq_without_fanout():
+    opts = SnortOptions(rules=(), log_dir=Path("/l"), stats_interval_s=1, interface="e0", threads=1,
+                        daq_module="pcap", pcap_buffer=1 << 20)
+    lua = render_snort(opts, Path("/etc/snort.lua"))
+    assert "name = 'pcap', mode = 'passive'" in lua and "buffer_size=1048576" in lua and "fanout" not in lua
+
+
+def test_waterfall_books_native_xdp_drops_once():
+    # measured on a veth (native XDP, a tenth of a core): the interface received all 40872 and counted the
+    # 26728 failed redirects as rx_dropped; the socket counted the same 26728
+    w = waterfall(WaterfallInput(sent=40872, sender_tx=40872, sensor_rx=40872, sensor_rx_dropped=26728,
+                                 captured=40872, dropped=26728, decoded=14144, dropped_at_nic=26728))
+    assert (w.loss_nic_pkts, w.loss_capture_pkts, w.unaccounted_pkts) == (0, 26728, 0)
+    skb = waterfall(WaterfallInput(sent=40872, sender_tx=40872, sensor_rx=40872, captured=40872, dropped=27365,
+                                   decoded=13507))
+    assert (skb.loss_nic_pkts, skb.loss_capture_pkts, skb.unaccounted_pkts) == (0, 27365, 0)
+
+
+# --- results and report ------------------------------------------------------------------------------
+def test_rows_and_report_compare_the_capture_methods(tmp_path: Path):
+    from idsbench.analysis import case_table
+    from idsbench.report import write_report
+    from idsbench.store.reader import load_campaign
+    from tests.fakecampaign import FakeCase, write_campaign
+
+    root = write_campaign(tmp_path / "c", [FakeCase(capture="af-packet", sensor_cpu=40.0),
+                                           FakeCase(capture="pcap", sensor_cpu=60.0, drop_fraction=0.01)])
+    rows = {r.params.capture: r.to_row() for r in case_table(load_campaign(root))}
+    assert rows["pcap"]["capture"] == "pcap" and rows["pcap"]["capture_options"] == {"threads": 1}
+    assert rows["pcap"]["waterfall_capture"] == {"pcap.drops": rows["pcap"]["dropped_pkts"]}
+    html = write_report(root).read_text()
+    assert "Capture methods compared" in html and "pcap.drops" in html
+
+
+def test_pcap_total_at_exit_counts_what_was_left_in_libpcaps_ring():
+    from idsbench.sensors.suricata import log as slog
+
+    lines = ["[1 - W#01-x0] 2026-11-28 15:07:52 Info: pcap: x0: packets 25283, bytes 1800822",
+             "[1 - W#01-x0] 2026-11-28 15:07:52 Info: pcap: x0: pcap total:40879 recv:25284 drop:15595 (38.1%)"]
+    assert slog.pcap_total(lines) == 40879 and slog.pcap_total(lines[:1]) is None
+    assert capture.QUIET_WINDOW_S[("suricata", "pcap")] > 1.0  # two of libpcap's 500-ms block timeouts
