@@ -65,10 +65,14 @@ class RunPaths:
         return self.run_dir / "suricata.pid"
 
 
-_parsed: dict[tuple[str, int, int], dict[str, Any]] = {}  # (path, mtime_ns, size) -> parsed config
+# Suricata's YAML as parsed: the engine's own open, version-dependent schema (hundreds of keys), edited
+# by path and dumped back for Suricata to read; idsbench never reads it as its own document.
+SuricataYaml = dict[str, Any]
+
+_parsed: dict[tuple[str, int, int], SuricataYaml] = {}  # (path, mtime_ns, size) -> parsed config
 
 
-def load_default_config(path: Path = DEFAULT_CONFIG) -> dict[str, Any]:
+def load_default_config(path: Path = DEFAULT_CONFIG) -> SuricataYaml:
     """The parsed config (a fresh copy: callers may change it); parsed once per file version."""
     try:
         st = path.stat()
@@ -106,7 +110,7 @@ def _block_size(max_frame: int | None) -> int:
     return 1 << math.ceil(math.log2(need))
 
 
-def _config_file(base: dict[str, Any], key: str, fallback_dir: Path) -> str | None:
+def _config_file(base: SuricataYaml, key: str, fallback_dir: Path) -> str | None:
     """Absolute path of classification/reference config, or None if none exists."""
     value = base.get(key)
     candidates = [Path(str(value))] if value else []
@@ -118,7 +122,7 @@ def _config_file(base: dict[str, Any], key: str, fallback_dir: Path) -> str | No
 
 
 def render_config(
-    base: dict[str, Any],
+    base: SuricataYaml,
     paths: RunPaths,
     interface: str,
     rules: Sequence[Path],
@@ -129,7 +133,7 @@ def render_config(
     config_dir: Path = DEFAULT_CONFIG.parent,
     capture: str = "af-packet",
     capture_options: Mapping[str, Scalar] | None = None,
-) -> dict[str, Any]:
+) -> SuricataYaml:
     """Return a new config dict: `base` with outputs, logging, capture and rules replaced (`capture`:
     the method, idsbench.capture; `capture_section` says which options its section gets)."""
     if stats_interval_s < 1:
@@ -192,14 +196,14 @@ def _yes(value: Scalar) -> bool:
 
 
 def capture_section(method: str, interface: str, threads: int | None, cluster_id: int, max_frame: int | None,
-                    options: Mapping[str, Scalar]) -> tuple[list[dict[str, Any]], dict[str, Scalar]]:
+                    options: Mapping[str, Scalar]) -> tuple[list[SuricataYaml], dict[str, Scalar]]:
     """The capture section of suricata.yaml for `method` on `interface` (its list: the interface, then
     the `default` entry) and the effective options, every default the run depends on written out."""
     if method not in _SECTION:
         raise ValueError(f"unknown Suricata capture method {method!r}")
     eff = effective_options("suricata", method, options)
     if method in ("af-packet", "af-packet-v2"):
-        afp: dict[str, Any] = {"interface": interface, "threads": threads if threads else "auto",
+        afp: SuricataYaml = {"interface": interface, "threads": threads if threads else "auto",
                                "cluster-id": cluster_id, "cluster-type": eff["cluster-type"], "defrag": True,
                                "use-mmap": _yes(eff["use-mmap"]), "tpacket-v3": _yes(eff["tpacket-v3"]),
                                "checksum-checks": "no"}
@@ -219,7 +223,7 @@ def capture_section(method: str, interface: str, threads: int | None, cluster_id
         eff.update({"threads": 1, "runmode": "single"})
         return [xdp, {"interface": "default"}], eff
     # libpcap: one thread (without a fanout group every further handle would see every packet again)
-    pcap: dict[str, Any] = {"interface": interface, "threads": 1, "buffer-size": eff["buffer-size"],
+    pcap: SuricataYaml = {"interface": interface, "threads": 1, "buffer-size": eff["buffer-size"],
                             "checksum-checks": "no", "promisc": True}
     if max_frame is not None:
         pcap["snaplen"] = max_frame
@@ -227,7 +231,7 @@ def capture_section(method: str, interface: str, threads: int | None, cluster_id
     return [pcap, {"interface": "default"}], eff
 
 
-def dump_config(cfg: dict[str, Any]) -> str:
+def dump_config(cfg: SuricataYaml) -> str:
     """YAML text with the `%YAML 1.1` header Suricata insists on."""
     body = yaml.dump(cfg, Dumper=_Dumper, default_flow_style=False, sort_keys=False)
     return "%YAML 1.1\n---\n" + body
