@@ -29,7 +29,16 @@ from idsbench.monitor.sensor import CgroupSource, CgroupStats, ProcessGroup
 from idsbench.plan import Case
 from idsbench.proc import Supervisor
 from idsbench.run.context import CampaignContext
-from idsbench.run.drain import DrainResult, QuietWatch, WireSnapshot, any_runnable, drain, wire_record, wire_snapshot
+from idsbench.run.drain import (
+    DrainResult,
+    QuietWatch,
+    WireSnapshot,
+    any_runnable,
+    drain,
+    near_idle_cores,
+    wire_record,
+    wire_snapshot,
+)
 from idsbench.run.facts import case_facts
 from idsbench.run.replay import ReplayOutcome, ReplayPlan, Sender, TrafficSender, replay_plan
 from idsbench.run.timeline import Timeline
@@ -320,7 +329,8 @@ class SensorSession:
         drained = drain(run, self.alive, replay.record.end_unix, timing.drain_timeout_s,
                         min_wait_s=timing.settle_s if settle_s is None else settle_s,
                         clock=deps.monotonic, sleep=deps.sleep, uncounted=self.uncounted, quiet=quiet,
-                        interval_s=0.05 if quiet is not None else 0.1)
+                        interval_s=0.05 if quiet is not None else 0.1, cpu_s=self.cpu_seconds,
+                        idle_cores=near_idle_cores(self.run_facts.allocation))
         cpu_drained, t_drained = self.cpu_seconds(), deps.monotonic()
         if measure_cpu and stop_after:
             idle_rate = quiet.idle_cores if quiet is not None and quiet.idle_cores is not None else self._idle_rate()
@@ -408,7 +418,8 @@ class SensorSession:
         interface received, so the next trial starts from a true baseline. False if it never does."""
         assert self.run is not None
         drained = drain(self.run, self.alive, self.deps.wall(), self.ctx.spec.timing.drain_timeout_s,
-                        clock=self.deps.monotonic, sleep=self.deps.sleep, uncounted=self.uncounted)
+                        clock=self.deps.monotonic, sleep=self.deps.sleep, uncounted=self.uncounted,
+                        cpu_s=self.cpu_seconds, idle_cores=near_idle_cores(self.run_facts.allocation))
         if drained.last is not None:
             self._last_point = drained.last
         return drained.drained
