@@ -72,11 +72,14 @@ def drain(run: SensorRun, alive: Callable[[], bool], replay_end_unix: float, tim
     must show nothing new captured. `quiet()`: True once the sensor has evidently processed everything
     (on-demand signals); ends the drain too (after `min_wait_s`), with `quiet=True`.
     `cpu_s()`: the sensor's CPU seconds so far (None: unknown); a record whose counters stood still on
-    a backlog counts towards stuck only when the sensor used at most `idle_cores` since the last one."""
+    a backlog counts towards stuck only when the sensor used at most `idle_cores` since the last one.
+    One that used CPU but still holds packets at the timeout without having processed one in all the
+    drain's records (more than STUCK_RECORDS) is stuck too: CPU spent on anything but its ring."""
     t0 = clock()
     previous: CounterPoint | None = None
     last: CounterPoint | None = None
-    idle = unseen = 0
+    idle = unseen = records = 0
+    progressed = False  # a record after the first showed packets processed
     cpu_at: tuple[float, float | None] = (t0, cpu_s())  # (clock, CPU seconds) at the previous record
     while True:
         waited = clock() - t0
@@ -92,6 +95,9 @@ def drain(run: SensorRun, alive: Callable[[], bool], replay_end_unix: float, tim
                 return DrainResult(True, waited, point, working_unseen=unseen)
             busy = previous is None or previous.counters.decoded_pkts != c.decoded_pkts or \
                 previous.counters.captured_pkts != c.captured_pkts
+            records += 1
+            progressed = progressed or (after and previous is not None and
+                                        previous.counters.decoded_pkts != c.decoded_pkts)
             now = (clock(), cpu_s())
             working = used_cpu(cpu_at, now, idle_cores)
             cpu_at = now
@@ -102,8 +108,12 @@ def drain(run: SensorRun, alive: Callable[[], bool], replay_end_unix: float, tim
                 return DrainResult(False, waited, point, stuck=c.unprocessed_pkts > 0, working_unseen=unseen)
             previous = point
         last = point or last
-        if not alive() or waited > timeout_s:
+        if not alive():
             return DrainResult(False, waited, last, working_unseen=unseen)
+        if waited > timeout_s:
+            held = last is not None and last.counters.unprocessed_pkts > 0
+            return DrainResult(False, waited, last, stuck=held and records > STUCK_RECORDS and not progressed,
+                               working_unseen=unseen)
         if quiet is not None and waited >= min_wait_s and quiet():
             return DrainResult(True, waited, last, quiet=True, working_unseen=unseen)
         sleep(interval_s)
