@@ -18,8 +18,8 @@ Stuck: a sensor whose published counters show no progress for STUCK_RECORDS reco
 backlog, and which used (almost) no CPU over those records (`cpu_s`, its cgroup; near idle as the quiet
 drain defines it). Published counters alone cannot tell: a worker refreshes them only every few
 seconds, and one throttled by a small CPU quota later still — measured under a 0.15 quota (30k pps,
-400 PCRE rules): after the replay Suricata's stats records stood still for 3 records with 28,858
-packets unprocessed while its cgroup used 0.148-0.152 cores each second working through its ring
+400 PCRE rules): Suricata's stats records stood still for 3-4 records at a time (after the replay:
+28,858 packets unprocessed) while its cgroup used 0.148-0.152 cores each second working through its ring
 (drained in 4.7 s, final counters exact), and in CI 2 of 3 such samples were called stuck (invalid).
 Where the CPU cannot be read, the counters alone decide, as before.
 """
