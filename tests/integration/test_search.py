@@ -154,6 +154,7 @@ def test_min_cpus_search_result_is_lossless_and_half_of_it_is_not(tmp_path, stat
         assert more_c.dropped_pkts < counters.dropped_pkts, (more_c, counters)
     assert half_c.dropped_pkts > 0, half_c
 
+
 def test_a_lossy_tap_is_wire_loss_not_sensor_loss(tmp_path, state_dir, cache_dir, pcaps):
     out = tmp_path / "impaired"
     run_campaign(spec_from_dict({"name": "impaired", "samples": 2,
