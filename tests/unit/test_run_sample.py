@@ -21,9 +21,10 @@ from idsbench.plan import plan
 from idsbench.proc import Supervisor
 from idsbench.run.campaign import run_campaign
 from idsbench.run.context import CampaignContext
-from idsbench.run.drain import WireSnapshot
+from idsbench.run.drain import WireSnapshot, near_idle_cores
 from idsbench.run.replay import ReplayOutcome, ReplayPlan
 from idsbench.run.sample import SampleDeps, SampleRun, SenderGroup
+from idsbench.run.session import SensorSession
 from idsbench.run.verdict import ReplayerFacts
 from idsbench.sensors.base import CounterPoint, Counters, EventLogIntegrity, SensorOptions
 from idsbench.setups.base import SetupRequest
@@ -476,3 +477,17 @@ def test_a_throttled_sensor_whose_counters_stand_still_while_it_works_is_drained
 def test_a_sensor_that_holds_packets_and_processes_none_is_invalid_whatever_its_cpu(tmp_path: Path, cores: float):
     s = run_one(tmp_path, Script(decoded=150, stuck=True, cpu_cores=cores), replayers=2)
     assert s.status == "invalid" and "unprocessed 50 while the sensor stood idle" in (s.reason or ""), s.reason
+
+
+def test_a_changed_cpu_limit_is_the_allocation_the_drain_judges_idle_use_by(tmp_path: Path):
+    # a warm search on the cpus axis starts its sensor at the largest allocation and lowers the limit: at
+    # 0.02 CPU a working sensor uses ~0.02 cores, idle by the starting allocation's measure (0.05)
+    ctx, deps, _ = world(tmp_path, Script(), setup={"cpus": 1.0})
+    (case,) = plan(ctx.spec)
+    with TeardownStack(state_dir=tmp_path / "state") as stack:
+        session = SensorSession(ctx, case, tmp_path, deps, stack, "t")
+        assert session.allocation == 1.0 and not session.set_cpus(0.5)  # no setup yet: it cannot
+        limits: list[float] = []
+        session.setup = type("Limited", (), {"set_cpus": lambda self, cpus: limits.append(cpus) or True})()
+        assert session.set_cpus(0.02) and limits == [0.02]
+        assert session.allocation == 0.02 and near_idle_cores(session.allocation) == pytest.approx(0.005)
