@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from idsbench.run.drain import drain
+import pytest
+
+from idsbench.run.drain import drain, near_idle_cores, used_cpu
 from idsbench.sensors.base import CounterPoint, Counters
 from tests.fakeclock import Clock
 
@@ -54,3 +56,80 @@ def test_where_the_interface_tells_one_complete_record_after_the_replay_is_enoug
     without = drain(Lagging(clock2, caught_up_at=0.0), lambda: True, 99.5, 30.0,  # type: ignore[arg-type]
                     clock=clock2.now, sleep=clock2.sleep)
     assert without.drained and without.waited_s >= 1.0  # a second record had to show nothing new
+
+
+class Throttled:
+    """A sensor with 1000 packets in its ring after the replay whose stats records (one per second)
+    show its progress only every `publish_every` seconds (a worker under a small CPU quota refreshes its
+    published counters late); it works through the ring by `done_at` seconds, using `cores` of CPU
+    while it does and `idle_cores` after (or all along when `stuck`)."""
+
+    def __init__(self, clock: Clock, *, publish_every: int, done_at: float, cores: float, idle_cores: float = 0.005,
+                 stuck: bool = False):
+        self.clock, self.publish_every, self.done_at = clock, publish_every, done_at
+        self.cores, self.idle_cores, self.stuck = cores, idle_cores, stuck
+
+    def decoded_at(self, t: float) -> int:
+        if self.stuck:
+            return 0
+        return min(1000, int(1000 * t / self.done_at))
+
+    def live_counters(self) -> CounterPoint:
+        second = int(self.clock.t)
+        published = second - second % self.publish_every
+        return CounterPoint(t_unix=100.0 + second, uptime_s=float(second),
+                            counters=Counters(captured_pkts=1000, decoded_pkts=self.decoded_at(published)))
+
+    def cpu_s(self) -> float:
+        t = self.clock.t
+        busy = t if self.stuck else min(t, self.done_at)
+        rate = self.idle_cores if self.stuck else self.cores
+        return rate * busy + self.idle_cores * (t - busy)
+
+
+def _drain(sensor, clock: Clock, cpu: bool = True, timeout_s: float = 30.0):
+    return drain(sensor, lambda: True, 99.5, timeout_s, clock=clock.now, sleep=clock.sleep,
+                 uncounted=lambda p: 1000 - p.counters.captured_pkts, cpu_s=sensor.cpu_s if cpu else lambda: None,
+                 idle_cores=near_idle_cores(0.15))
+
+
+def test_a_throttled_sensor_whose_counters_stand_still_while_it_uses_its_cpu_is_waited_for():
+    # published every 4 s: 3 records in a row show no progress on its backlog while it works at its quota
+    clock = Clock()
+    sensor = Throttled(clock, publish_every=4, done_at=6.0, cores=0.15)
+    result = _drain(sensor, clock)
+    assert result.drained and not result.stuck and result.last is not None
+    assert result.last.counters.decoded_pkts == 1000 and 8.0 <= result.waited_s < 9.0
+    assert result.working_unseen >= 3
+    # counters alone cannot tell it from a stuck sensor (the failure this fixes)
+    clock2 = Clock()
+    blind = _drain(Throttled(clock2, publish_every=4, done_at=6.0, cores=0.15), clock2, cpu=False)
+    assert not blind.drained and blind.stuck and blind.waited_s < 4.0
+
+
+def test_a_sensor_that_holds_packets_and_uses_no_cpu_is_stuck():
+    clock = Clock()
+    result = _drain(Throttled(clock, publish_every=1, done_at=6.0, cores=0.15, stuck=True), clock)
+    assert result.stuck and not result.drained and result.waited_s < 4.0 and result.working_unseen == 0
+
+
+def test_a_sensor_that_burns_cpu_without_processing_its_ring_is_stuck_at_the_timeout():
+    clock = Clock()
+    spinning = Throttled(clock, publish_every=1, done_at=6.0, cores=0.15, idle_cores=0.15, stuck=True)
+    result = _drain(spinning, clock, timeout_s=10.0)
+    assert result.stuck and not result.drained and result.waited_s > 10.0
+
+
+def test_a_throttled_sensor_that_is_not_done_at_the_timeout_is_undrained_not_stuck():
+    clock = Clock()
+    result = _drain(Throttled(clock, publish_every=2, done_at=60.0, cores=0.15), clock, timeout_s=10.0)
+    assert not result.drained and not result.stuck and result.last is not None
+    assert 0 < result.last.counters.unprocessed_pkts < 1000
+
+
+def test_used_cpu_compares_the_rate_with_near_idle():
+    assert near_idle_cores(0.15) == pytest.approx(0.0375) and near_idle_cores(2.0) == 0.05
+    assert used_cpu((0.0, 1.0), (1.0, 1.15), 0.0375)        # a throttled worker at its quota
+    assert not used_cpu((0.0, 1.0), (1.0, 1.01), 0.0375)    # idle threads
+    assert not used_cpu((0.0, None), (1.0, 1.15), 0.0375)   # unknown: the counters decide
+    assert not used_cpu((0.0, 1.0), (1.0, None), 0.0375)

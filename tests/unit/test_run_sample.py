@@ -21,9 +21,10 @@ from idsbench.plan import plan
 from idsbench.proc import Supervisor
 from idsbench.run.campaign import run_campaign
 from idsbench.run.context import CampaignContext
-from idsbench.run.drain import WireSnapshot
+from idsbench.run.drain import WireSnapshot, near_idle_cores
 from idsbench.run.replay import ReplayOutcome, ReplayPlan
 from idsbench.run.sample import SampleDeps, SampleRun, SenderGroup
+from idsbench.run.session import SensorSession
 from idsbench.run.verdict import ReplayerFacts
 from idsbench.sensors.base import CounterPoint, Counters, EventLogIntegrity, SensorOptions
 from idsbench.setups.base import SetupRequest
@@ -70,6 +71,10 @@ class Script:
     eve_cut: bool = False
     pps: float | None = None             # achieved pps (default: the requested)
     stuck: bool = False                  # decoded stops moving for good (a sensor that hangs)
+    # its published counters show 50 packets unprocessed for this long after the replay while it works
+    # through them (a worker throttled by a small CPU quota publishes late), then all processed
+    frozen_s: float = 0.0
+    cpu_cores: float | None = None       # its CPU use while it has work (None: its cgroup cannot be read)
 
 
 class FakeSensorRun:
@@ -95,6 +100,8 @@ class FakeSensorRun:
         second = float(int(self.clock.now))  # like Suricata: one stats record per second
         if self.clock.sent and not self.script.stuck and c.unprocessed_pkts > 0:  # still working: decoded moves
             c = Counters(**{**c.as_dict(), "decoded_pkts": c.decoded_pkts - 1 - int(second) % 2})
+        if self.clock.sent and self.clock.now < self.clock.replay_end + self.script.frozen_s:
+            c = Counters(**{**c.as_dict(), "decoded_pkts": max(0, c.decoded_pkts - 50)})
         return CounterPoint(1_700_000_000.0 + second, second, c)
 
     def final_counters(self) -> Counters:
@@ -170,7 +177,7 @@ class FakeSetup:
             raise EnvironmentMissing("the fake runtime is not installed", fix="install it")
         self.req.sup.teardown.push(FakeResource("cgroup"))
         EVENTS.append("setup prepare")
-        return None
+        return None if self.script.cpu_cores is None else FakeCpu(self.script, self.clock)
 
     def capture_interface(self) -> str:
         return "fake0"
@@ -189,6 +196,23 @@ class FakeSetup:
 
     def overhead_sources(self) -> list:
         return []
+
+
+class FakeCpu:
+    """The sensor's cgroup CPU time: `cpu_cores` while it has work (a stuck sensor: all along), near
+    nothing after."""
+
+    IDLE_CORES = 0.002
+
+    def __init__(self, script: Script, clock: FakeClock):
+        self.script, self.clock, self.t0 = script, clock, clock.now
+
+    def cpu_usage_ns(self) -> int:
+        s, now = self.script, self.clock.now
+        cores = s.cpu_cores or 0.0
+        work_end = now if s.stuck else (self.clock.replay_end + s.frozen_s if self.clock.sent else self.t0)
+        busy = max(0.0, min(now, work_end) - self.t0)
+        return int(1e9 * (cores * busy + self.IDLE_CORES * (now - self.t0 - busy)))
 
 
 class FakeWire:
@@ -224,6 +248,7 @@ class FakeSender:
             self.clock.sent += sent
             self.clock.wire_tx += sent
         self.clock.now += 1.0
+        self.clock.replay_end = self.clock.now
         record = ReplayRecord(start_unix=start, end_unix=self.clock.wall(), sent_pkts=self.clock.sent,
                               sent_bytes=self.clock.sent * 600, replayers=tuple(records))
         return ReplayOutcome(record, tuple(facts))
@@ -245,6 +270,7 @@ class FakeClock:
     def __init__(self) -> None:
         self.now = 1000.0
         self.sent = 0        # this sample's packets
+        self.replay_end = 0.0
         self.wire_tx = 0     # the interfaces' counters (never reset)
 
     def wall(self) -> float:
@@ -439,3 +465,32 @@ def test_the_sensor_runs_one_worker_per_cpu_it_is_given_and_the_summary_says_so(
     assert s.placement is not None and s.placement.sensor_workers == 2 and s.sensor.threads == 2
     s = run_one(tmp_path / "c", Script(), sensor={"threads": "auto"})  # the engine's own choice
     assert s.placement is not None and s.placement.sensor_workers is None and s.sensor.threads == 7
+
+
+def test_a_throttled_sensor_whose_counters_stand_still_while_it_works_is_drained_not_stuck(tmp_path: Path):
+    # published counters stand still for 5 s after the replay, with 50 packets in its ring: with the
+    # sensor's CPU readable, the drain sees it work (0.15 cores) and waits; without, it looks stuck
+    s = run_one(tmp_path, Script(frozen_s=5.0, cpu_cores=0.15), replayers=2)
+    assert s.status == "ok" and s.drained and s.reason is None, (s.status, s.reason)
+    blind = run_one(tmp_path / "blind", Script(frozen_s=5.0), replayers=2)
+    assert blind.status == "invalid" and "stood idle" in (blind.reason or "")
+
+
+@pytest.mark.parametrize("cores", [0.0, 0.15])  # idle, or CPU burnt on anything but its ring
+def test_a_sensor_that_holds_packets_and_processes_none_is_invalid_whatever_its_cpu(tmp_path: Path, cores: float):
+    s = run_one(tmp_path, Script(decoded=150, stuck=True, cpu_cores=cores), replayers=2)
+    assert s.status == "invalid" and "unprocessed 50 while the sensor stood idle" in (s.reason or ""), s.reason
+
+
+def test_a_changed_cpu_limit_is_the_allocation_the_drain_judges_idle_use_by(tmp_path: Path):
+    # a warm search on the cpus axis starts its sensor at the largest allocation and lowers the limit: at
+    # 0.02 CPU a working sensor uses ~0.02 cores, idle by the starting allocation's measure (0.05)
+    ctx, deps, _ = world(tmp_path, Script(), setup={"cpus": 1.0})
+    (case,) = plan(ctx.spec)
+    with TeardownStack(state_dir=tmp_path / "state") as stack:
+        session = SensorSession(ctx, case, tmp_path, deps, stack, "t")
+        assert session.allocation == 1.0 and not session.set_cpus(0.5)  # no setup yet: it cannot
+        limits: list[float] = []
+        session.setup = type("Limited", (), {"set_cpus": lambda self, cpus: limits.append(cpus) or True})()
+        assert session.set_cpus(0.02) and limits == [0.02]
+        assert session.allocation == 0.02 and near_idle_cores(session.allocation) == pytest.approx(0.005)

@@ -13,6 +13,15 @@ stayed near idle for a while — instead of waiting for its published counters, 
 workers refresh only every 3 s (STATS_WUT_TTS in its counters.c; `dump-counters` on the unix socket
 answers from the same table). The final counters then prove it: a quiet drain that left packets in
 the ring is a stuck sensor (the sample's verdict).
+
+Stuck: a sensor whose published counters show no progress for STUCK_RECORDS records while it has a
+backlog, and which used (almost) no CPU over those records (`cpu_s`, its cgroup; near idle as the quiet
+drain defines it). Published counters alone cannot tell: a worker refreshes them only every few
+seconds, and one throttled by a small CPU quota later still — measured under a 0.15 quota (30k pps,
+400 PCRE rules): Suricata's stats records stood still for 3-4 records at a time (after the replay:
+28,858 packets unprocessed) while its cgroup used 0.148-0.152 cores each second working through its ring
+(drained in 4.7 s, final counters exact), and in CI 2 of 3 such samples were called stuck (invalid).
+Where the CPU cannot be read, the counters alone decide, as before.
 """
 
 from __future__ import annotations
@@ -30,6 +39,14 @@ from idsbench.store.schema import WireRecord
 from idsbench.wire.netns import WireEnds
 
 STUCK_RECORDS = 3  # records after the replay in which the sensor processed nothing while it had a backlog
+QUIET_SHARE = 0.25     # "near idle": at most this share of its CPU allocation …
+QUIET_MAX_CORES = 0.05  # … and at most this much of one core
+
+
+def near_idle_cores(allocation_cores: float) -> float:
+    """The CPU (cores) a sensor with nothing to do stays under: the quiet drain's and the stuck
+    check's "near idle"."""
+    return min(QUIET_MAX_CORES, QUIET_SHARE * allocation_cores)
 
 
 @dataclass(frozen=True)
@@ -37,25 +54,35 @@ class DrainResult:
     drained: bool
     waited_s: float
     last: CounterPoint | None
-    stuck: bool = False  # it held packets in its ring and processed nothing for STUCK_RECORDS records
+    stuck: bool = False  # it held packets in its ring, processed nothing and used no CPU for STUCK_RECORDS records
     quiet: bool = False  # drained because it went quiet (the final counters must confirm it)
+    # records after the replay whose counters showed no progress on a backlog while the sensor used its
+    # CPU (working, its published counters behind): not counted towards stuck
+    working_unseen: int = 0
 
 
 def drain(run: SensorRun, alive: Callable[[], bool], replay_end_unix: float, timeout_s: float, *,
           min_wait_s: float = 0.0, clock: Callable[[], float] = time.monotonic,
           sleep: Callable[[float], None] = time.sleep, interval_s: float = 0.1,
           uncounted: Callable[[CounterPoint], int | None] = lambda _p: None,
-          quiet: Callable[[], bool] | None = None) -> DrainResult:
+          quiet: Callable[[], bool] | None = None, cpu_s: Callable[[], float | None] = lambda: None,
+          idle_cores: float = QUIET_MAX_CORES) -> DrainResult:
     """`uncounted(point)`: packets the capture interface received that the sensor's counters do not
     show yet (its capture statistics lag behind, e.g. a starved worker), None where the interface
     cannot tell; drained needs none. Where it can tell, a record after the replay that counts every
     packet the interface received and has nothing left to process is enough; else a second record
     must show nothing new captured. `quiet()`: True once the sensor has evidently processed everything
-    (on-demand signals); ends the drain too (after `min_wait_s`), with `quiet=True`."""
+    (on-demand signals); ends the drain too (after `min_wait_s`), with `quiet=True`.
+    `cpu_s()`: the sensor's CPU seconds so far (None: unknown); a record whose counters stood still on
+    a backlog counts towards stuck only when the sensor used at most `idle_cores` since the last one.
+    One that used CPU but still holds packets at the timeout without having processed one in all the
+    drain's records (more than STUCK_RECORDS) is stuck too: CPU spent on anything but its ring."""
     t0 = clock()
     previous: CounterPoint | None = None
     last: CounterPoint | None = None
-    idle = 0
+    idle = unseen = records = 0
+    progressed = False  # a record after the first showed packets processed
+    cpu_at: tuple[float, float | None] = (t0, cpu_s())  # (clock, CPU seconds) at the previous record
     while True:
         waited = clock() - t0
         point = run.live_counters()
@@ -67,24 +94,43 @@ def drain(run: SensorRun, alive: Callable[[], bool], replay_end_unix: float, tim
             backlog = c.unprocessed_pkts + max(0, missing or 0)
             complete = missing == 0  # the interface received nothing the counters do not show
             if (settled or complete) and backlog == 0 and waited >= min_wait_s:
-                return DrainResult(True, waited, point)
+                return DrainResult(True, waited, point, working_unseen=unseen)
             busy = previous is None or previous.counters.decoded_pkts != c.decoded_pkts or \
                 previous.counters.captured_pkts != c.captured_pkts
-            idle = 0 if busy or backlog <= 0 else idle + 1
+            records += 1
+            progressed = progressed or (after and previous is not None and
+                                        previous.counters.decoded_pkts != c.decoded_pkts)
+            now = (clock(), cpu_s())
+            working = used_cpu(cpu_at, now, idle_cores)
+            cpu_at = now
+            if not busy and backlog > 0 and working:
+                unseen += 1  # its counters stand still, but it works: they are behind, it is not stuck
+            idle = 0 if busy or backlog <= 0 or working else idle + 1
             if idle >= STUCK_RECORDS:  # stuck with packets in its ring; else its counters miss packets
-                return DrainResult(False, waited, point, stuck=c.unprocessed_pkts > 0)
+                return DrainResult(False, waited, point, stuck=c.unprocessed_pkts > 0, working_unseen=unseen)
             previous = point
         last = point or last
-        if not alive() or waited > timeout_s:
-            return DrainResult(False, waited, last)
+        if not alive():
+            return DrainResult(False, waited, last, working_unseen=unseen)
+        if waited > timeout_s:
+            held = last is not None and last.counters.unprocessed_pkts > 0
+            return DrainResult(False, waited, last, stuck=held and records > STUCK_RECORDS and not progressed,
+                               working_unseen=unseen)
         if quiet is not None and waited >= min_wait_s and quiet():
-            return DrainResult(True, waited, last, quiet=True)
+            return DrainResult(True, waited, last, quiet=True, working_unseen=unseen)
         sleep(interval_s)
 
 
+def used_cpu(before: tuple[float, float | None], after: tuple[float, float | None], idle_cores: float) -> bool:
+    """Whether the sensor used more than `idle_cores` between two (clock, CPU seconds) readings (False
+    where either reading is unknown: the counters alone decide)."""
+    (t0, c0), (t1, c1) = before, after
+    if c0 is None or c1 is None:
+        return False
+    return c1 - c0 > idle_cores * max(t1 - t0, 0.0)
+
+
 QUIET_S = 0.2          # how long a sensor must stay quiet (several TPACKET_V3 block timeouts: 10 ms)
-QUIET_SHARE = 0.25     # "near idle": at most this share of its CPU allocation …
-QUIET_MAX_CORES = 0.05  # … and at most this much of one core
 
 
 class QuietWatch:
@@ -100,7 +146,7 @@ class QuietWatch:
                  clock: Callable[[], float] = time.monotonic, window_s: float = QUIET_S):
         self.cpu_s, self.received, self.clock, self.window_s = cpu_s, received, clock, window_s
         self.runnable = runnable
-        self.limit_cores = min(QUIET_MAX_CORES, QUIET_SHARE * allocation_cores)
+        self.limit_cores = near_idle_cores(allocation_cores)
         self._ref: tuple[float, float, int] | None = None  # (t, cpu_s, received) where the quiet began
         self.idle_cores: float | None = None  # the CPU it used over the quiet window, once it was quiet
         # (clock, CPU seconds) where the quiet began, once it was quiet: the end of its processing (the

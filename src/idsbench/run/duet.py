@@ -31,7 +31,7 @@ from idsbench.monitor.sensor import CgroupStats
 from idsbench.plan import Case
 from idsbench.proc import Supervisor
 from idsbench.run.context import CampaignContext
-from idsbench.run.drain import drain, wire_record
+from idsbench.run.drain import drain, near_idle_cores, wire_record
 from idsbench.run.duet_place import DuetPlacement, PlacementKind, Slot, place, slot_of
 from idsbench.run.facts import worker_threads
 from idsbench.run.replay import ReplayOutcome, ReplayPlan, replay_plan
@@ -267,7 +267,8 @@ class DuetSession:
             quiet = s._quiet_watch() if stop_after and not sd.bench_old_path else None
             drains[side.name] = drain(s.run, s.alive, replay.record.end_unix, timing.drain_timeout_s,
                                       min_wait_s=timing.settle_s, clock=sd.monotonic, sleep=sd.sleep,
-                                      uncounted=s.uncounted, quiet=quiet, interval_s=0.05 if quiet is not None else 0.1)
+                                      uncounted=s.uncounted, quiet=quiet, interval_s=0.05 if quiet is not None else 0.1,
+                                      cpu_s=s.cpu_seconds, idle_cores=near_idle_cores(s.allocation))
         cpu2 = {side.name: side.session.cpu_seconds() for side in self.order}
         t2, span_end = sd.monotonic(), sd.wall()
         out = []

@@ -37,10 +37,11 @@ from idsbench.run.drain import (
     WireSnapshot,
     any_runnable,
     drain,
+    near_idle_cores,
     wire_record,
     wire_snapshot,
 )
-from idsbench.run.facts import case_facts
+from idsbench.run.facts import allocation_cores, case_facts
 from idsbench.run.replay import ReplayOutcome, ReplayPlan, Sender, TrafficSender, replay_plan
 from idsbench.run.timeline import Timeline
 from idsbench.run.verdict import describe_exit
@@ -204,6 +205,7 @@ class SensorSession:
         self.trace = ctx.traces[case.trace]
         self.facts = SessionFacts()
         self.run_facts = case_facts(ctx, case, deps.available_cpus())  # CPUs, allocation, workers, options
+        self.allocation = self.run_facts.allocation  # the cores it can use now (`set_cpus` changes them)
         self.run: SensorRun | None = None
         self.setup: Setup | None = None
         self.wire: WireEnds | None = None
@@ -330,7 +332,8 @@ class SensorSession:
         drained = drain(run, self.alive, replay.record.end_unix, timing.drain_timeout_s,
                         min_wait_s=timing.settle_s if settle_s is None else settle_s,
                         clock=deps.monotonic, sleep=deps.sleep, uncounted=self.uncounted, quiet=quiet,
-                        interval_s=0.05 if quiet is not None else 0.1)
+                        interval_s=0.05 if quiet is not None else 0.1, cpu_s=self.cpu_seconds,
+                        idle_cores=near_idle_cores(self.allocation))
         cpu_drained, t_drained = self.cpu_seconds(), deps.monotonic()
         if measure_cpu and stop_after:
             idle_rate = quiet.idle_cores if quiet is not None and quiet.idle_cores is not None else self._idle_rate()
@@ -367,7 +370,7 @@ class SensorSession:
 
         method = capture.method_of(self.case.engine, self.case.capture, self.ctx.spec.sensor.capture_method)
         window = capture.QUIET_WINDOW_S.get((self.case.engine, method), QUIET_S)
-        return QuietWatch(self.cpu_seconds, received, self.run_facts.allocation, clock=self.deps.monotonic,
+        return QuietWatch(self.cpu_seconds, received, self.allocation, clock=self.deps.monotonic,
                           runnable=lambda: any_runnable(self.sensor_pids()), window_s=window)
 
     def _idle_rate(self, seconds: float = IDLE_PROBE_S) -> float | None:
@@ -420,7 +423,8 @@ class SensorSession:
         interface received, so the next trial starts from a true baseline. False if it never does."""
         assert self.run is not None
         drained = drain(self.run, self.alive, self.deps.wall(), self.ctx.spec.timing.drain_timeout_s,
-                        clock=self.deps.monotonic, sleep=self.deps.sleep, uncounted=self.uncounted)
+                        clock=self.deps.monotonic, sleep=self.deps.sleep, uncounted=self.uncounted,
+                        cpu_s=self.cpu_seconds, idle_cores=near_idle_cores(self.allocation))
         if drained.last is not None:
             self._last_point = drained.last
         return drained.drained
@@ -442,7 +446,10 @@ class SensorSession:
     def set_cpus(self, cpus: float) -> bool:
         """Change the sensor's CPU limit while it runs (False: this setup cannot)."""
         change = getattr(self.setup, "set_cpus", None)
-        return bool(change(cpus)) if callable(change) else False
+        if not (callable(change) and change(cpus)):
+            return False
+        self.allocation = allocation_cores(cpus, len(self.run_facts.cpus.sensor))
+        return True
 
     # --- closing ------------------------------------------------------------------------------
     def close(self) -> None:
