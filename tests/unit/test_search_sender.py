@@ -177,3 +177,16 @@ def test_failed_unaccounted_and_verification_lines():
     assert trial_line("c", odd, [0.0]).endswith("did not add up: run again")
     verify = trial_line("c", record(10_000.0, 50_000, 50_000, duration=5.0), [0.0], 2, "verify 0")
     assert verify.startswith("c verify 0 warm: 10,000 pps for 5.00 s") and "repeat" not in verify
+
+
+def test_the_case_line_says_whose_limit_the_result_was():
+    from idsbench.search.campaign import describe
+    from idsbench.store.schema import SearchResult, ToleranceResult
+
+    def one(**r: object) -> str:
+        return describe(SearchResult(case_id="c", axis="rate", unit="pps", precision=0.05, mode="warm",
+                                     results=(ToleranceResult(tolerance=0.0, value=100_000.0, **r),)))
+
+    assert "sender-limited: the sensor was not the limit" in one(lower_bound=True, sender_limited=True)
+    assert one(lower_bound=True).startswith("NDR >= 1e+05 pps (the axis' top)")
+    assert "sender" not in one(bracket=(100_000.0, 105_000.0))
