@@ -55,6 +55,23 @@ def test_an_upper_bound_failed_only_by_the_senders_shortfall_is_sender_limited()
     assert tolerance_result(FIXED, 0.0, o, [short]).sender_limited
 
 
+def test_an_upper_bound_where_the_sensor_kept_all_and_the_sender_fell_short_once_is_the_senders():
+    # a CI run at the sender's ceiling: two trials sent on time and passed, the third took 5.3% longer
+    ok = record(903_775.0, 451_888, 451_888, duration=0.5)
+    late = record(903_775.0, 903_776, 903_776, duration=1.053, achieved=857_920.0, sender_limited=True)
+    o = mlr.GoalOutcome(0.0, 723_061.0, 903_775.0, 1.0)
+    assert sender_bound(FIXED, o, [ok, late]) and not sender_bound(FIXED, o, [ok])
+
+
+def test_a_late_sender_offered_less_by_the_time_it_took():
+    from idsbench.search.measure import trial_count
+
+    late = record(903_775.0, 903_776, 903_776, duration=1.053, achieved=857_920.0, sender_limited=True)
+    count = trial_count(late)
+    assert count.intended == round(903_775.0 * 1.053) and count.forwarded == 903_776   # 5% unsent, not 1 packet
+    assert trial_line("c", late, [0.0]).endswith("lost 47,899 of 951,675 pkts (5.033%): fail (sender-limited)")
+
+
 def test_an_upper_bound_the_sensor_lost_packets_at_is_the_sensors():
     lossy = record(100_000.0, 80_000, 79_000, achieved=80_000.0, sender_limited=True)
     full = record(100_000.0, 100_000, 99_000)

@@ -314,7 +314,11 @@ def trial_count(record: TrialRecord) -> mlr.TrialCount:
     why = "" if record.accounted else f"{w.unaccounted_pkts:+d} packets unaccounted for after the drain"
     intended = None
     if record.sender_limited and record.offered_pps:  # the sender fell short: this load was never offered
-        intended = round(record.offered_pps * (record.intended_duration_s or record.duration_s))
+        # over the time it sent for: a sender that took 5% longer to send the trial's packets offered 5%
+        # less (over the intended duration the counts match but for rounding, and MLRsearch counts |unsent|:
+        # one packet too many made a lossless trial at the sender's ceiling fail the NDR)
+        intended = max(record.sent_pkts,
+                       round(record.offered_pps * (record.duration_s or record.intended_duration_s or 0.0)))
     return mlr.TrialCount(
         intended=intended, offered=record.sent_pkts,
         forwarded=min(mlr.forwarded(record.sent_pkts, w.lost_pkts, w.unprocessed_pkts, record.behind_pkts),
