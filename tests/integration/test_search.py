@@ -76,7 +76,10 @@ def test_three_repeated_searches_report_their_spread(tmp_path, state_dir, cache_
     mid = sorted(ndrs)[1]
     assert row["ndr_pps"] == pytest.approx(mid) and row["search_repeats"] == 3
     assert row["ndr_repeats"] == [pytest.approx(x, rel=1e-6) for x in ndrs]
-    assert row["ndr_ci"] is not None and row["ndr_ci"][0] <= mid <= row["ndr_ci"][1] and row["ndr_ci_level"] > 0
+    # the repeats share the sender's ceiling, hence MLRsearch's load grid: they often land on one grid point,
+    # a CI of [x, x] with x rounded to 3 decimals in the row
+    ci = row["ndr_ci"]
+    assert ci is not None and ci[0] - 1e-3 <= mid <= ci[1] + 1e-3 and row["ndr_ci_level"] > 0
     assert row["goals"]["0"]["conditional_pps"] is not None
     assert row["sensor_us_per_pkt"] is not None and row["sensor_instr_per_pkt"] is None  # this VM has no PMU
     spread = max(abs(x / mid - 1) for x in ndrs)

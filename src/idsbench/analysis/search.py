@@ -55,7 +55,10 @@ def search_fields(result: SearchResult | None) -> SearchFigures | None:
     head = SearchFigures(search_axis=result.axis, search_mode=result.mode,
                          search_trials=len(result.trials) + len(result.verification),
                          sender_ceiling_pps=result.sender_ceiling_pps,
-                         sender_limited=any(r.lower_bound for r in result.results))
+                         # the sender bounded a result (search.json before sender_limited: the sensor took
+                         # the measured ceiling)
+                         sender_limited=any(r.sender_limited or (r.lower_bound and result.sender_ceiling_pps is not None)
+                                            for r in result.results))
     if result.axis == "cpus":
         found = next((r for r in result.results if r.tolerance == 0), None)
         return head.model_copy(update={"min_cpus": MinCpusFigures(

@@ -131,7 +131,11 @@ def _search_view(campaign: Campaign, result: SearchResult) -> View:
     for r in result.results:
         value = "none" if r.value is None else f"{show(r.value)} {result.unit}"
         if r.lower_bound:
-            value = f"≥ {value} (sender-limited)"
+            value = f"≥ {value}"
+        if r.sender_limited or (r.lower_bound and result.sender_ceiling_pps is not None):
+            value += " (sender-limited: the sensor was not the limit)"
+        elif r.lower_bound:
+            value += " (the axis' top)"
         mbps = metric("ndr_mbps").show(r.value_pps * result.avg_frame_bytes * 8 / 1e6) if r.value_pps and \
             result.avg_frame_bytes and result.axis != "cpus" else "–"
         results.append({"tolerance": f"{r.tolerance:g}", "value": value, "mbps": mbps,
@@ -145,7 +149,9 @@ def _search_view(campaign: Campaign, result: SearchResult) -> View:
             "trials": f"{len(result.trials)} + {len(result.verification)}",
             "cost": "–" if cost is None else
             f"{us(cost.median_us)} ({us(cost.low_us)}–{us(cost.high_us)}, {cost.trials} trials)",
-            "ceiling": metric("sender_pps").show(result.sender_ceiling_pps), "notes": "; ".join(notes) or "–",
+            "ceiling": metric("sender_pps").show(result.sender_ceiling_pps) + (
+                f" (measured once for {len(result.repeats)} repeats)"
+                if result.sender_ceiling_pps and len(result.repeats) > 1 else ""), "notes": "; ".join(notes) or "–",
             **_repeats_view(result)}
 
 

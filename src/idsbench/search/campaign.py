@@ -51,7 +51,9 @@ def search_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progress
                     out.skipped += 1
                     continue
                 progress.sample_started(case.case_id)
-                result = CaseSearch(ctx, case, deps, phase=progress.phase).run()
+                # without a terminal (a nightly job's log) each trial is a line; a terminal has the live display
+                result = CaseSearch(ctx, case, deps, phase=progress.phase,
+                                    trial_lines=None if progress.live else progress.note).run()
                 out.results.append(result)
                 out.searched += 1
                 progress.sample_done(case.case_id, describe(result), list(result.notes))
@@ -67,9 +69,13 @@ def describe(result: SearchResult) -> str:
             name = "min cpus" if r.tolerance == 0 else f"min cpus ({r.tolerance:g})"
         value = "none" if r.value is None else f"{r.value:,.4g} {result.unit}"
         if r.lower_bound:
-            value = f">= {value} (sender-limited)"
+            value = f">= {value}"
         if r.bracket:
             value += f" [{r.bracket[0]:,.4g}, {r.bracket[1]:,.4g}]"
+        if r.sender_limited:
+            value += " (sender-limited: the sensor was not the limit)"
+        elif r.lower_bound:
+            value += " (the axis' top)"
         if r.verified is False:
             value += " (verification failed)"
         parts.append(f"{name} {value}")

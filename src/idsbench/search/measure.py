@@ -21,6 +21,7 @@ bounds of a search stopped early are computed from them, `mlr.bounds_of`).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,9 +96,10 @@ class Measurer(AbstractMeasurer):  # type: ignore[misc]
 
     def __init__(self, ctx: CampaignContext, case: Case, deps: SampleDeps, axis: Axis, out_dir: Path, *,
                  warm: bool, repeat: int = 0, first_index: int = 0, phase: Phase = lambda _p: None,
-                 note: Phase = lambda _n: None):
+                 note: Phase = lambda _n: None, on_trial: Callable[[TrialRecord], None] = lambda _r: None):
         self.ctx, self.case, self.deps, self.axis, self.dir = ctx, case, deps, axis, out_dir
         self.warm, self.repeat, self.first_index, self.phase, self.note = warm, repeat, first_index, phase, note
+        self.on_trial = on_trial                        # each recorded trial, once judged (progress lines)
         self.max_trials = ctx.spec.search.max_trials
         self.records: list[TrialRecord] = []            # every trial run, in order (indices from first_index)
         self.measured: list[MeasurementResult] = []     # what the controller was given, in order
@@ -169,6 +171,8 @@ class Measurer(AbstractMeasurer):  # type: ignore[misc]
         """Run `trial` (warm or cold) and record it."""
         record = self._warm(trial) if self.warm else self.cold(trial, f"t{self.next_index}", self.next_index)
         self.records.append(record)
+        if trial.value is not None:  # the ceiling trial is told once it is marked (ceiling())
+            self.on_trial(record)
         if record.sensor_failed and self.warm:
             self.carry = dataclasses.replace(self.carry, gone=record.sensor_failed)
             self.note(f"trial {record.index}: {record.sensor_failed}; the search stopped")
@@ -179,10 +183,12 @@ class Measurer(AbstractMeasurer):  # type: ignore[misc]
         controller): the axis up to it, or None when the trial failed (noted)."""
         first = self.trial(Trial(None, self.ctx.spec.search.initial_trial_s)).record
         if first.sensor_failed or first.achieved_pps <= 0:
+            self.on_trial(first)
             self.note("the ceiling trial failed: " + (first.sensor_failed or "nothing was sent"))
             return None
         self.axis = self.axis.with_ceiling(first.achieved_pps)
         self.records[-1] = first.model_copy(update={"value": self.axis.high, "ceiling": True})
+        self.on_trial(self.records[-1])
         return self.axis
 
     def allocation(self, value: float | None) -> Allocation:
@@ -308,7 +314,11 @@ def trial_count(record: TrialRecord) -> mlr.TrialCount:
     why = "" if record.accounted else f"{w.unaccounted_pkts:+d} packets unaccounted for after the drain"
     intended = None
     if record.sender_limited and record.offered_pps:  # the sender fell short: this load was never offered
-        intended = round(record.offered_pps * (record.intended_duration_s or record.duration_s))
+        # over the time it sent for: a sender that took 5% longer to send the trial's packets offered 5%
+        # less (over the intended duration the counts match but for rounding, and MLRsearch counts |unsent|:
+        # one packet too many made a lossless trial at the sender's ceiling fail the NDR)
+        intended = max(record.sent_pkts,
+                       round(record.offered_pps * (record.duration_s or record.intended_duration_s or 0.0)))
     return mlr.TrialCount(
         intended=intended, offered=record.sent_pkts,
         forwarded=min(mlr.forwarded(record.sent_pkts, w.lost_pkts, w.unprocessed_pkts, record.behind_pkts),

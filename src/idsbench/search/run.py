@@ -10,12 +10,19 @@ trial, and each trial sends its own flows (the rewriter's address blocks), so no
 module runs the repeats, takes their medians and verifies them. The verification at the result is a cold
 sample of `search.final_s` seconds, stored as the case's sample s0 (the NDR) — a full sample with
 its verdict — or as a cold trial for the other tolerances.
+
+The sender's ceiling (a topspeed rate: the top of the axis is unknown) is measured once per search, by
+the first repeat, and shared by every later repeat: its spread between measurements is the sender's,
+not the sensor's. A result the sender bounded says so (`ToleranceResult.sender_limited`, `sender_bound`).
+Each trial can be told as one line (`trial_line`, the progress of a search without a terminal).
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
+from collections.abc import Callable, Sequence
 
 from idsbench.accounting import Waterfall, waterfall_of
 from idsbench.plan import Case
@@ -25,7 +32,7 @@ from idsbench.run.sample import SampleRun
 from idsbench.run.session import Phase, SampleDeps
 from idsbench.search import mlr
 from idsbench.search.axis import Axis, axis_for
-from idsbench.search.measure import Measurer, Trial
+from idsbench.search.measure import Measurer, Trial, trial_count
 from idsbench.store import atomic
 from idsbench.store.layout import SEARCH_DIR, SEARCH_FILE
 from idsbench.store.schema import (
@@ -42,8 +49,9 @@ CONTROLLER = "MLRsearch 1.2.1"
 
 class CaseSearch:
     def __init__(self, ctx: CampaignContext, case: Case, deps: SampleDeps | None = None,
-                 phase: Phase = lambda _p: None):
+                 phase: Phase = lambda _p: None, trial_lines: Callable[[str], None] | None = None):
         self.ctx, self.case, self.phase = ctx, case, phase
+        self.trial_lines = trial_lines  # each trial told as one line (a search without a terminal), or None
         self.deps = deps or SampleDeps()
         self.cfg = ctx.spec.search
         self.dir = ctx.layout.root / SEARCH_DIR / case.case_id
@@ -68,14 +76,21 @@ class CaseSearch:
             self.warm = False
             self.notes.append(f"the cpus axis on {self.case.setup} runs cold trials (its limit is set at start)")
         repeats: list[SearchRepeat] = []
+        ceiling: float | None = None  # the sender's, measured once (by the first repeat that measured it)
         for k in range(self.cfg.repeats):
             self.repeat = k
             self.phase(f"search {k + 1}/{self.cfg.repeats}" if self.cfg.repeats > 1 else "search")
             began, first = time.monotonic(), len(self.trials)
-            axis, outcomes = self._one_search(axis_for(self.ctx, self.case, self.deps.available_cpus()) if k else axis)
-            repeats.append(self._repeat_record(k, axis, outcomes, len(self.trials) - first,
-                                               time.monotonic() - began))
+            fresh = axis_for(self.ctx, self.case, self.deps.available_cpus()) if k else axis
+            if ceiling is not None and fresh.needs_ceiling:
+                fresh = fresh.with_ceiling(ceiling)  # shared: not measured again
+            axis, outcomes = self._one_search(fresh)
+            if ceiling is None and axis.ceiling_pps is not None:
+                ceiling = axis.ceiling_pps
+            repeats.append(self._repeat_record(k, axis, outcomes, self.trials[first:], time.monotonic() - began))
         results = median_results(repeats)
+        if any(r.sender_limited for r in results):
+            self.notes.append(sender_note(axis, len(repeats)))
         trials_done = time.monotonic()
         verification = self._verify(axis, results)
         g = self.goals()
@@ -97,7 +112,8 @@ class CaseSearch:
         """One whole search: on a fresh warm sensor, or a fresh sensor per trial (cold). Its trials join
         `self.trials`."""
         measurer = Measurer(self.ctx, self.case, self.deps, axis, self.dir, warm=self.warm, repeat=self.repeat,
-                            first_index=len(self.trials), phase=self.phase, note=self.notes.append)
+                            first_index=len(self.trials), phase=self.phase, note=self.notes.append,
+                            on_trial=self._tell)
         try:
             with self.deps.make_stack(self.ctx.state_dir) as stack:
                 failure = measurer.start(stack)
@@ -117,17 +133,24 @@ class CaseSearch:
             return measurer.axis, []
         return measurer.axis, mlr.run_controller(self.goals(), measurer, note=self.notes.append)
 
+    def _tell(self, record: TrialRecord, label: str = "") -> None:
+        """One line for `record` to `trial_lines` (when the search has no terminal)."""
+        if self.trial_lines is not None:
+            self.trial_lines(trial_line(self.case.case_id, record, self.cfg.tolerances, self.cfg.repeats, label))
+
     # --- results ------------------------------------------------------------------------------
-    def _repeat_record(self, index: int, axis: Axis, outcomes: list[mlr.GoalOutcome], trials: int,
+    def _repeat_record(self, index: int, axis: Axis, outcomes: list[mlr.GoalOutcome], trials: list[TrialRecord],
                        elapsed_s: float) -> SearchRepeat:
         by_tolerance = {o.tolerance: o for o in outcomes}
         results = []
         for t in sorted(self.cfg.tolerances):
             o = by_tolerance.get(t)
-            results.append(tolerance_result(axis, t, o))
+            results.append(tolerance_result(axis, t, o, trials))
         ndr = next((r for r in results if r.tolerance == 0), None)
-        return SearchRepeat(index=index, results=tuple(results), trials=trials, elapsed_s=round(elapsed_s, 3),
-                            ndr_pps=ndr.value_pps if ndr else None)
+        return SearchRepeat(index=index, results=tuple(results), trials=len(trials), elapsed_s=round(elapsed_s, 3),
+                            ndr_pps=ndr.value_pps if ndr else None, sender_ceiling_pps=axis.ceiling_pps,
+                            ceiling_measured=any(t.ceiling for t in trials),
+                            sender_limited=any(r.sender_limited for r in results))
 
     def _verify(self, axis: Axis, results: list[ToleranceResult]) -> list[TrialRecord]:
         """One final-length cold trial at each result (the NDR's as the case's sample s0, a full sample
@@ -140,6 +163,7 @@ class CaseSearch:
             self.phase(f"verify {r.tolerance:g}")
             record = self._verify_at(axis, r.value, i, len(self.trials) + len(verified))
             verified.append(record)
+            self._tell(record, f"verify {r.tolerance:g}")
             loss = 1.0 if record.sensor_failed or record.waterfall is None else record.waterfall.loss_ratio
             held = record.sensor_failed is None and loss <= r.tolerance
             if not held:
@@ -164,9 +188,11 @@ class CaseSearch:
             sensor_failed=None if sample.status in ("ok", "invalid") else sample.reason)
 
 
-def tolerance_result(axis: Axis, tolerance: float, o: mlr.GoalOutcome | None) -> ToleranceResult:
+def tolerance_result(axis: Axis, tolerance: float, o: mlr.GoalOutcome | None,
+                     trials: Sequence[TrialRecord] = ()) -> ToleranceResult:
     """One goal of one search in axis units: the relevant lower bound is the value, (lower, upper) the
-    bracket; no upper bound on a max-load axis = the sensor took the top (a lower bound)."""
+    bracket; no upper bound on a max-load axis = the sensor took the top (a lower bound). `trials`: the
+    search's trials, which say whether the sender bounded it (`sender_bound`)."""
     if o is None:
         return ToleranceResult(tolerance=tolerance, value=None)
     bracket = None
@@ -178,7 +204,77 @@ def tolerance_result(axis: Axis, tolerance: float, o: mlr.GoalOutcome | None) ->
     return ToleranceResult(tolerance=tolerance, value=o.lower, value_pps=pps, bracket=bracket,
                            lower_bound=o.lower is not None and o.upper is None and axis.direction == "max",
                            relevant_lower=o.lower, relevant_upper=o.upper,
-                           conditional_pps=round(conditional, 3) if conditional is not None else None)
+                           conditional_pps=round(conditional, 3) if conditional is not None else None,
+                           sender_limited=sender_bound(axis, o, trials))
+
+
+def sender_bound(axis: Axis, o: mlr.GoalOutcome, trials: Sequence[TrialRecord]) -> bool:
+    """The sender, not the sensor, bounded this goal's result (load axes): the sensor took the sender's
+    measured ceiling (no upper bound below it), or at the relevant upper bound the sensor kept every
+    trial's packets within the tolerance while the sender fell short in some (the shortfall alone failed
+    it)."""
+    if axis.direction != "max" or o.lower is None:
+        return False
+    if o.upper is None:
+        return axis.ceiling_pps is not None
+    at_upper = [t for t in trials if not t.ceiling and math.isclose(t.value, o.upper, rel_tol=1e-9)]
+    return any(t.sender_limited for t in at_upper) and all(sensor_loss(t) <= o.tolerance for t in at_upper)
+
+
+def sensor_loss(record: TrialRecord) -> float:
+    """The share of the packets sent that the sensor did not process in time (1: it failed)."""
+    count = trial_count(record)
+    if record.sensor_failed or count.offered <= 0:
+        return 1.0
+    return 1 - count.forwarded / count.offered
+
+
+def sender_note(axis: Axis, repeats: int) -> str:
+    """What a result the sender bounded means."""
+    shared = f", measured once and shared by the {repeats} repeats" if repeats > 1 else ""
+    ceiling = f" (its ceiling {axis.ceiling_pps:,.0f} pps{shared})" if axis.ceiling_pps else ""
+    return (f"sender-limited: the sender{ceiling} could not offer more, the sensor was not the limit; "
+            "its NDR is at least the result")
+
+
+def trial_line(case_id: str, record: TrialRecord, tolerances: Sequence[float], repeats: int = 1,
+               label: str = "") -> str:
+    """One trial as one line (pure): the case, repeat and trial, its load, duration, loss (packets and %)
+    and verdict against the goals. The loss counts a sender's shortfall, as the controller does."""
+    where = f"{case_id} {label or f't{record.index}'}" + (f" repeat {record.repeat + 1}/{repeats}" if repeats > 1
+                                                           and not label else "")
+    achieved = f"{record.achieved_pps:,.0f} pps"
+    if record.ceiling:
+        load = f"sender at full speed: {achieved}"
+    elif record.offered_pps is None:
+        load = f"{record.value:,.4g} at topspeed: {achieved}"
+    else:
+        load = f"{record.offered_pps:,.0f} pps"
+        if record.value != record.offered_pps:
+            load = f"{record.value:,.4g} ({load})"
+        if record.sender_limited:
+            load += f" (sent {achieved})"
+    count = trial_count(record)
+    total = count.intended or count.offered
+    lost = max(0, total - count.forwarded)
+    ratio = lost / total if total > 0 else 1.0
+    loss = f"lost {lost:,} of {total:,} pkts ({ratio:.3%})"
+    if record.sensor_failed:
+        verdict = f"sensor failed: {record.sensor_failed}"
+    elif record.ceiling:
+        verdict = "the sender's ceiling (not judged)"
+    elif not record.accounted:
+        verdict = "did not add up: run again"
+    else:
+        passed = sorted(t for t in tolerances if ratio <= t)
+        goal = "NDR" if min(tolerances, default=0) == 0 else f"PDR {min(tolerances, default=0):g}"
+        verdict = "pass" if len(passed) == len(tolerances) else \
+            "fail" if not passed else f"fail {goal}, pass PDR {passed[0]:g}"
+        why = [w for w, on in (("sender-limited", record.sender_limited),
+                               (f"fell behind by {record.behind_pkts:,} pkts", record.fell_behind)) if on]
+        if why and verdict != "pass":
+            verdict += f" ({', '.join(why)})"
+    return f"{where} {record.mode}: {load} for {record.duration_s:.2f} s: {loss}: {verdict}"
 
 
 def median_results(repeats: list[SearchRepeat]) -> list[ToleranceResult]:
@@ -203,7 +299,8 @@ def median_results(repeats: list[SearchRepeat]) -> list[ToleranceResult]:
         out.append(ToleranceResult(tolerance=first.tolerance, value=value,
                                    value_pps=mid([r.value_pps for r in each]), bracket=bracket,
                                    lower_bound=any(r.lower_bound for r in each), relevant_lower=lower,
-                                   relevant_upper=upper, conditional_pps=mid([r.conditional_pps for r in each])))
+                                   relevant_upper=upper, conditional_pps=mid([r.conditional_pps for r in each]),
+                                   sender_limited=any(r.sender_limited for r in each)))
     return out
 
 

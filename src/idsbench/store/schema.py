@@ -410,6 +410,8 @@ class ToleranceResult(Record):
     relevant_lower: float | None = None   # MLRsearch's relevant lower bound (axis unit) = value
     relevant_upper: float | None = None   # and relevant upper bound (None: the top met the goal)
     conditional_pps: float | None = None  # conditional throughput: the lower bound's load × (1 − its quantile loss)
+    sender_limited: bool = False      # the sender bounded it, not the sensor: the sensor took the sender's
+                                      # measured ceiling, or only the sender's shortfall failed the upper bound
 
 
 class SearchRepeat(Record):
@@ -420,6 +422,10 @@ class SearchRepeat(Record):
     trials: int = 0
     elapsed_s: float = 0.0
     ndr_pps: float | None = None
+    sender_ceiling_pps: float | None = None   # the sender's ceiling it searched under (topspeed): one value
+                                              # for all repeats, measured once
+    ceiling_measured: bool = False            # this repeat ran the ceiling trial (the first one only)
+    sender_limited: bool = False              # a goal's result was the sender's limit (ToleranceResult's)
 
 
 class SearchResult(Record):
@@ -431,7 +437,7 @@ class SearchResult(Record):
     precision: float
     mode: Literal["warm", "cold"]
     avg_frame_bytes: float = 0.0
-    sender_ceiling_pps: float | None = None
+    sender_ceiling_pps: float | None = None   # topspeed: the sender's maximum, measured once per search
     fixed_load_pps: float | None = None   # cpus axis: the load held
     results: tuple[ToleranceResult, ...] = ()
     trials: tuple[TrialRecord, ...] = ()
