@@ -168,11 +168,20 @@ def test_removing_the_costliest_category_saves_what_the_profiler_said_it_cost(tm
     doc = json.loads((out / "campaign.json").read_text())
     assert doc["order"]["order"] == "interleaved" and len(doc["order"]["rounds"]) == 4 and doc["order"]["seed"] is not None
     assert d.paired, d
-    for s in load_campaign(out).samples:  # the CPU per packet's span ends where the sensor's processing did
+    # the CPU per packet's span ends where the sensor's processing did: where the quiet watch concluded the
+    # drain. A stats record that counts everything can end the drain first (the watch starts looking at
+    # settle_s; 3 of 8 samples in one run here): then the span is the drain's, between replay end and drained.
+    processing = 0
+    for s in load_campaign(out).samples:
         cost = s.summary.cost
-        assert cost is not None and cost.definition == "processing" and cost.processed_s is not None, cost
-        assert cost.cpu_processed_s is not None and cost.cpu_drained_s is not None
-        assert cost.cpu_replay_s <= cost.cpu_processed_s <= cost.cpu_drained_s and cost.cpu_s == cost.cpu_processed_s
+        assert cost is not None and cost.definition == "processing" and cost.cpu_drained_s is not None, cost
+        if cost.processed_s is not None:
+            processing += 1
+            assert cost.cpu_processed_s is not None and cost.cpu_s == cost.cpu_processed_s, cost
+            assert cost.cpu_replay_s <= cost.cpu_processed_s <= cost.cpu_drained_s, cost
+        else:
+            assert cost.cpu_processed_s is None and cost.cpu_replay_s <= cost.cpu_s <= cost.cpu_drained_s, cost
+    assert processing > 0, "no sample's drain was concluded by its quiet watch"
     assert expected is not None and expected >= share
     saved = -d.effect_pct / 100
     assert expected / 2 <= saved <= min(1.0, expected * 2), (share, expected, saved)
