@@ -133,3 +133,34 @@ def test_used_cpu_compares_the_rate_with_near_idle():
     assert not used_cpu((0.0, 1.0), (1.0, 1.01), 0.0375)    # idle threads
     assert not used_cpu((0.0, None), (1.0, 1.15), 0.0375)   # unknown: the counters decide
     assert not used_cpu((0.0, 1.0), (1.0, None), 0.0375)
+
+
+def test_a_drain_the_counters_prove_first_still_lets_the_quiet_watch_conclude():
+    """The counters' complete record arrives before the watch's window has passed: the drain waits for the
+    watch (it marks where the processing ended), not longer, and is not called quiet."""
+    clock = Clock()
+    looks: list[float] = []
+
+    def quiet() -> bool:
+        looks.append(clock.t)
+        return clock.t >= 0.3
+
+    result = drain(Lagging(clock, caught_up_at=0.0), lambda: True, 99.5, 30.0, clock=clock.now,  # type: ignore[arg-type]
+                   sleep=clock.sleep, uncounted=lambda p: 1000 - p.counters.captured_pkts, quiet=quiet,
+                   interval_s=0.05, quiet_conclude_s=0.6)
+    assert result.drained and not result.quiet and result.waited_s < 0.05
+    assert looks and 0.3 <= looks[-1] < 0.35  # looked until it concluded, then stopped
+
+
+def test_a_quiet_watch_that_does_not_conclude_delays_a_proven_drain_at_most_its_bound():
+    clock = Clock()
+    result = drain(Lagging(clock, caught_up_at=0.0), lambda: True, 99.5, 30.0, clock=clock.now,  # type: ignore[arg-type]
+                   sleep=clock.sleep, uncounted=lambda p: 1000 - p.counters.captured_pkts, quiet=lambda: False,
+                   interval_s=0.05, quiet_conclude_s=0.6)
+    assert result.drained and not result.quiet
+    assert 0.6 <= clock.t < 0.7
+    clock2 = Clock()
+    drain(Lagging(clock2, caught_up_at=0.0), lambda: True, 99.5, 30.0, clock=clock2.now,  # type: ignore[arg-type]
+          sleep=clock2.sleep, uncounted=lambda p: 1000 - p.counters.captured_pkts, quiet=lambda: False,
+          interval_s=0.05)
+    assert clock2.t < 0.05  # without a bound (the default) nothing waits

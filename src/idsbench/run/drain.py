@@ -66,13 +66,16 @@ def drain(run: SensorRun, alive: Callable[[], bool], replay_end_unix: float, tim
           sleep: Callable[[float], None] = time.sleep, interval_s: float = 0.1,
           uncounted: Callable[[CounterPoint], int | None] = lambda _p: None,
           quiet: Callable[[], bool] | None = None, cpu_s: Callable[[], float | None] = lambda: None,
-          idle_cores: float = QUIET_MAX_CORES) -> DrainResult:
+          idle_cores: float = QUIET_MAX_CORES, quiet_conclude_s: float = 0.0) -> DrainResult:
     """`uncounted(point)`: packets the capture interface received that the sensor's counters do not
     show yet (its capture statistics lag behind, e.g. a starved worker), None where the interface
     cannot tell; drained needs none. Where it can tell, a record after the replay that counts every
     packet the interface received and has nothing left to process is enough; else a second record
     must show nothing new captured. `quiet()`: True once the sensor has evidently processed everything
-    (on-demand signals); ends the drain too (after `min_wait_s`), with `quiet=True`.
+    (on-demand signals); ends the drain too (after `min_wait_s`), with `quiet=True`. Where the counters
+    prove the drain first, `quiet()` is still given up to `quiet_conclude_s` to conclude: the watch marks
+    where the processing ended (the CPU per packet's span), and which of the two signals came first must
+    not decide which span a sample's cost is taken over.
     `cpu_s()`: the sensor's CPU seconds so far (None: unknown); a record whose counters stood still on
     a backlog counts towards stuck only when the sensor used at most `idle_cores` since the last one.
     One that used CPU but still holds packets at the timeout without having processed one in all the
@@ -94,6 +97,8 @@ def drain(run: SensorRun, alive: Callable[[], bool], replay_end_unix: float, tim
             backlog = c.unprocessed_pkts + max(0, missing or 0)
             complete = missing == 0  # the interface received nothing the counters do not show
             if (settled or complete) and backlog == 0 and waited >= min_wait_s:
+                if quiet is not None:
+                    conclude(quiet, alive, clock, sleep, interval_s, min(quiet_conclude_s, timeout_s - waited))
                 return DrainResult(True, waited, point, working_unseen=unseen)
             busy = previous is None or previous.counters.decoded_pkts != c.decoded_pkts or \
                 previous.counters.captured_pkts != c.captured_pkts
@@ -121,6 +126,19 @@ def drain(run: SensorRun, alive: Callable[[], bool], replay_end_unix: float, tim
         sleep(interval_s)
 
 
+def conclude(quiet: Callable[[], bool], alive: Callable[[], bool], clock: Callable[[], float],
+             sleep: Callable[[float], None], interval_s: float, bound_s: float) -> bool:
+    """Look at `quiet()` until it concludes, for at most `bound_s` (a drained sensor: its watch only
+    needs its window of quiet to say where the processing ended)."""
+    deadline = clock() + bound_s
+    while True:
+        if quiet():
+            return True
+        if clock() >= deadline or not alive():
+            return False
+        sleep(interval_s)
+
+
 def used_cpu(before: tuple[float, float | None], after: tuple[float, float | None], idle_cores: float) -> bool:
     """Whether the sensor used more than `idle_cores` between two (clock, CPU seconds) readings (False
     where either reading is unknown: the counters alone decide)."""
@@ -131,6 +149,9 @@ def used_cpu(before: tuple[float, float | None], after: tuple[float, float | Non
 
 
 QUIET_S = 0.2          # how long a sensor must stay quiet (several TPACKET_V3 block timeouts: 10 ms)
+# After the counters proved a drain: how many of its windows a quiet watch gets to conclude (its window,
+# plus room for the housekeeping wake-up that restarts it)
+CONCLUDE_WINDOWS = 3
 
 
 class QuietWatch:
@@ -145,6 +166,7 @@ class QuietWatch:
                  allocation_cores: float, *, runnable: Callable[[], bool | None] = lambda: None,
                  clock: Callable[[], float] = time.monotonic, window_s: float = QUIET_S):
         self.cpu_s, self.received, self.clock, self.window_s = cpu_s, received, clock, window_s
+        self.conclude_s = CONCLUDE_WINDOWS * window_s  # drain(quiet_conclude_s=…)
         self.runnable = runnable
         self.limit_cores = near_idle_cores(allocation_cores)
         self._ref: tuple[float, float, int] | None = None  # (t, cpu_s, received) where the quiet began

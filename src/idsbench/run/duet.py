@@ -268,7 +268,8 @@ class DuetSession:
             drains[side.name] = drain(s.run, s.alive, replay.record.end_unix, timing.drain_timeout_s,
                                       min_wait_s=timing.settle_s, clock=sd.monotonic, sleep=sd.sleep,
                                       uncounted=s.uncounted, quiet=quiet, interval_s=0.05 if quiet is not None else 0.1,
-                                      cpu_s=s.cpu_seconds, idle_cores=near_idle_cores(s.allocation))
+                                      cpu_s=s.cpu_seconds, idle_cores=near_idle_cores(s.allocation),
+                                      quiet_conclude_s=quiet.conclude_s if quiet is not None else 0.0)
         cpu2 = {side.name: side.session.cpu_seconds() for side in self.order}
         t2, span_end = sd.monotonic(), sd.wall()
         out = []

@@ -333,7 +333,8 @@ class SensorSession:
                         min_wait_s=timing.settle_s if settle_s is None else settle_s,
                         clock=deps.monotonic, sleep=deps.sleep, uncounted=self.uncounted, quiet=quiet,
                         interval_s=0.05 if quiet is not None else 0.1, cpu_s=self.cpu_seconds,
-                        idle_cores=near_idle_cores(self.allocation))
+                        idle_cores=near_idle_cores(self.allocation),
+                        quiet_conclude_s=quiet.conclude_s if quiet is not None else 0.0)
         cpu_drained, t_drained = self.cpu_seconds(), deps.monotonic()
         if measure_cpu and stop_after:
             idle_rate = quiet.idle_cores if quiet is not None and quiet.idle_cores is not None else self._idle_rate()
