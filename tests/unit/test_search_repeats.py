@@ -26,7 +26,8 @@ def test_three_repeats_report_their_median_bounds_and_its_ci():
                                             initial_trial_s=1, final_trial_s=2, duration_sum_s=6))
     f = repeat_fields(result).model_dump(mode="json")
     assert f["search_repeats"] == 3 and f["ndr_repeats"] == [10_000.0, 9_000.0, 11_000.0]
-    assert f["ndr_ci"] == [9_000.0, 11_000.0] and f["ndr_ci_level"] == pytest.approx(0.75)
+    # the median's CI reaches from the lowest repeat's NDR to the highest repeat's first failing load
+    assert f["ndr_ci"] == [9_000.0, 11_600.0] and f["ndr_ci_level"] == pytest.approx(0.75)
     assert f["goals"] == {"0": {"conditional_pps": pytest.approx(9_990.0), "lower_pps": 10_000.0,
                                 "upper_pps": 10_500.0}}
     assert f["search_goals"]["exceed_ratio"] == 0.5
@@ -36,3 +37,16 @@ def test_a_repeat_without_a_result_leaves_the_median_empty():
     empty = SearchRepeat(index=1, results=(ToleranceResult(tolerance=0.0, value=None),))
     (ndr,) = median_results([repeat(0, 10_000.0, 10_500.0), empty])
     assert ndr.value is None
+
+
+def test_repeats_on_one_grid_point_report_the_grid_step_not_a_point():
+    """Three searches that found the same NDR (a shared sender ceiling gives them one load grid) still
+    only know it within their bounds: the CI is [NDR, lowest failing load], never [x, x]."""
+    reps = [repeat(i, 11_839.0, 12_430.0) for i in range(3)]
+    result = SearchResult(case_id="c", axis="rate", unit="pps", precision=0.05, mode="warm",
+                          results=median_results(reps), repeats=tuple(reps))
+    assert repeat_fields(result).ndr_ci == (11_839.0, 12_430.0)
+    top = SearchRepeat(index=3, results=(ToleranceResult(tolerance=0.0, value=9e5, value_pps=9e5, relevant_lower=9e5),),
+                       ndr_pps=9e5)  # the top passed: no upper bound, the NDR itself
+    one = SearchResult(case_id="c", axis="rate", unit="pps", precision=0.05, mode="warm", repeats=(top,) * 3)
+    assert repeat_fields(one).ndr_ci == (9e5, 9e5)

@@ -87,14 +87,15 @@ def search_fields(result: SearchResult | None) -> SearchFigures | None:
 
 
 def repeat_fields(result: SearchResult) -> RepeatFigures:
-    """`search_repeats`, `ndr_repeats` (each repeat's NDR, pps), `ndr_ci` ([low, high] of the median) and
+    """`search_repeats`, `ndr_repeats` (each repeat's NDR, pps), `ndr_ci` ([low, high] of the median, each
+    repeat within its bounds: `ndr_median_ci`) and
     `ndr_ci_level`; per goal `goals` {tolerance: {conditional_pps, lower_pps, upper_pps}} (the
     conditional throughput and relevant bounds, medians over the repeats) and `search_goals` (the
     goal parameters used); `ndr_capacity_pps`: the allocation over the sensor's CPU per packet near
     the NDR (what the CPU cost alone says the sensor could take)."""
     ndrs = [r.ndr_pps for r in result.repeats]
     known = [x for x in ndrs if x is not None]
-    ci = median_ci(known) if known and len(known) == len(ndrs) else None
+    ci = ndr_median_ci(result) if known and len(known) == len(ndrs) else None
     goals = {f"{r.tolerance:g}": GoalBounds(
         conditional_pps=r.conditional_pps,
         lower_pps=_pps(result, r.relevant_lower) if r.relevant_lower is not None else None,
@@ -110,6 +111,25 @@ def repeat_fields(result: SearchResult) -> RepeatFigures:
         ndr_conditional_pps=ndr.conditional_pps if ndr else None,
         ndr_capacity_pps=round(result.allocation_cpus / (cost.median_us * 1e-6), 1)
         if cost and result.allocation_cpus and cost.median_us > 0 else None)
+
+
+def ndr_median_ci(result: SearchResult) -> tuple[float, float] | None:
+    """The order-statistic CI of the repeats' median NDR, each repeat taken as what its search knows: its
+    NDR lies between its relevant lower bound (the NDR found) and its relevant upper bound (the lowest
+    load that failed; none where the top passed). The low end is the order statistic of the lower bounds,
+    the high end of the upper bounds, so repeats that landed on one point of MLRsearch's load grid give
+    the width of a grid step, not [x, x] (it covers the true values' order statistics, hence their median)."""
+    lowers: list[float] = []
+    uppers: list[float] = []
+    for rep in result.repeats:
+        if rep.ndr_pps is None:
+            return None
+        goal = next((g for g in rep.results if g.tolerance == 0), None)
+        upper = _pps(result, goal.relevant_upper) if goal is not None and goal.relevant_upper is not None else None
+        lowers.append(rep.ndr_pps)
+        uppers.append(max(rep.ndr_pps, upper) if upper is not None else rep.ndr_pps)
+    low, high = median_ci(lowers), median_ci(uppers)
+    return (low[0], high[1]) if low and high else None
 
 
 def _pps(result: SearchResult, value: float) -> float | None:
