@@ -10,6 +10,7 @@ import pytest
 
 from idsbench.run.campaign import run_campaign
 from idsbench.spec import spec_from_dict
+from idsbench.store.reader import load_campaign
 
 from .conftest import PAUSE_RIDING_RING, TEST_PREFIX
 
@@ -20,7 +21,7 @@ def test_compare_cpu_limit_direction_with_cis(tmp_path, state_dir, cache_dir, pc
     def campaign(name, cpus):
         doc = {"name": name, "samples": 3, "timing": {"settle_s": 1},
                "traffic": {"traces": [str(pcaps / "tcpreplay_test.pcap")], "replayers": [1],
-                           "rate": {"pps": 30000}, "loops": 1340},  # 8 s: the limited sensor overflows the ring
+                           "rate": {"pps": 30000}, "loops": 670},  # 4 s: the limited sensor overflows the ring in ~1 s
                "sensor": {"rules": ["builtin:events", str(costly_rules)], "set": PAUSE_RIDING_RING},
                "setup": {"cpus": cpus}}
         run_campaign(spec_from_dict(doc), tmp_path / name, state_dir=state_dir, cache_dir=cache_dir,
@@ -33,6 +34,9 @@ def test_compare_cpu_limit_direction_with_cis(tmp_path, state_dir, cache_dir, pc
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     cmp = json.loads(done.stdout)
+    for name in ("full", "limited"):
+        print(name, [(s.summary.replay.sent_pkts, s.summary.sensor.counters.dropped_pkts)
+                     for s in load_campaign(tmp_path / name).samples if s.summary.replay is not None])
     assert cmp["differs"] == {"cpus": [1.0, 0.15]}
     (row,) = cmp["rows"]
     drops, decoded = row["metrics"]["dropped_pkts"], row["metrics"]["decoded_pkts"]
