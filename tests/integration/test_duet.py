@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from idsbench import settings
 from idsbench.analysis.duet import duet_results
 from idsbench.dispatch import run_campaign
 from idsbench.report import write_report
@@ -72,7 +73,10 @@ def test_duet_aa_then_a_known_difference(tmp_path, need_root, pcaps, state_dir, 
         f'alert tcp any any -> any any (msg:"idsbench cost {i}"; pcre:"/[a-z]{{3}}[0-9]{{2}}q{i}x/i"; '
         f"sid:{1999000 + i}; rev:1;)\n" for i in range(400)))
     ab = tmp_path / "ab"
-    result = _run(ab, state_dir, cache_dir, traffic=traffic, setup={"kinds": ["container"], "runtime": "podman"},
+    # the persistent cache, as every container test: the sensor's image and its rootfs are built once per
+    # machine (in the session's fresh cache the rootfs was rebuilt for this test alone: 42 s)
+    result = _run(ab, state_dir, settings.cache_dir(), traffic=traffic,
+                  setup={"kinds": ["container"], "runtime": "podman"},
                   sensor={"rules": {"bundled": ["builtin:events"], "costly": ["builtin:events", str(costly)]}})
     assert result.failed == [], result.failed
     (d,) = duet_results(load_campaign(ab))

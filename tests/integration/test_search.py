@@ -28,6 +28,9 @@ RING = {"set": {"af-packet.0.ring-size": 32768}}
 # verification, the accounting), not a figure: 1-s trials, one decides a load's bound (the exceed ratio
 # 0.5 of 2 trial seconds), a 2-s verification — as the duet search test runs this same CPU-bound case.
 SHORT_TRIALS = {"trial_s": 1, "initial_trial_s": 0.5, "duration_sum": 2, "final_s": 2}
+# The repeats test checks that each repeat converges to the precision it asked, not a figure: a coarser
+# one needs fewer halvings per repeat (the ±5% repeatability is benchmarks/bench_search.py's).
+PRECISION = 0.1
 
 
 def _search(tmp_path: Path, state_dir: Path, cache_dir: Path, name: str, **doc: object) -> SearchResult:
@@ -55,7 +58,7 @@ def test_three_repeated_searches_report_their_spread(tmp_path, state_dir, cache_
     name = "rep"
     spec = spec_from_dict({"name": name, "traffic": traffic, "setup": {"cpus": 0.3},
                            "sensor": {**RING, "rules": [str(costly_rules)]},
-                           "search": {"repeats": 3, **SHORT_TRIALS}})
+                           "search": {"repeats": 3, "precision": PRECISION, **SHORT_TRIALS}})
     (result,) = search_campaign(spec, tmp_path / name, state_dir=state_dir, cache_dir=cache_dir,
                                 name_prefix=TEST_PREFIX).results
     for t in result.trials:
@@ -68,7 +71,7 @@ def test_three_repeated_searches_report_their_spread(tmp_path, state_dir, cache_
     for rep in result.repeats:
         (ndr,) = rep.results
         assert ndr.relevant_lower is not None and ndr.relevant_upper is not None, (rep, result.notes)
-        assert ndr.relevant_upper / ndr.relevant_lower - 1 <= 0.05 * 1.5, rep   # MLRsearch's rounded grid
+        assert ndr.relevant_upper / ndr.relevant_lower - 1 <= PRECISION * 1.5, rep   # MLRsearch's rounded grid
         assert result.sender_ceiling_pps and ndr.relevant_lower < result.sender_ceiling_pps
         assert ndr.conditional_pps is not None and ndr.conditional_pps <= ndr.relevant_lower + 0.001
         assert rep.ndr_pps == ndr.value_pps and rep.elapsed_s <= 180, rep
@@ -196,10 +199,14 @@ def test_et_open_recall_is_high_when_lossless_and_lower_under_heavy_drops(tmp_pa
     # CPU a 256-frame ring still lost only 12 packets in one run. A third of a CPU (rule load ~45 s)
     # and a 256-frame ring make the flood drop most packets, while at 3k pps the ring still holds a
     # tenth of a second or more and the sensor needs a few % of a core.
+    # mpm-algo ac-ks (Aho-Corasick) instead of Hyperscan: the same matches (the offline ground truth runs
+    # the same configuration), and ET Open loads in 10.9 s instead of 17.5 s here (`suricata -T`), which
+    # under a third of a CPU is ~40 s less for the two sensors and the config test.
     run_campaign(spec_from_dict({
         "name": "et-recall", "samples": 1,
         "traffic": {"traces": ["builtin:web?packets=40000"], "replayers": [1], "rate": [{"pps": 3000}, "topspeed"]},
-        "sensor": {"rules": [str(ET_OPEN)], "ready_timeout_s": 300, "set": {"af-packet.0.ring-size": 256}},
+        "sensor": {"rules": [str(ET_OPEN)], "ready_timeout_s": 300,
+                   "set": {"af-packet.0.ring-size": 256, "mpm-algo": "ac-ks"}},
         "setup": {"cpus": [0.3]}}), out, state_dir=state_dir, cache_dir=cache_dir, name_prefix=TEST_PREFIX)
     campaign = load_campaign(out)
     assert len(campaign.truths) == 2 and all(sum(t.alerts_by_sid.values()) >= 20 for t in campaign.truths.values())
