@@ -21,7 +21,7 @@ def test_compare_cpu_limit_direction_with_cis(tmp_path, state_dir, cache_dir, pc
     def campaign(name, cpus):
         doc = {"name": name, "samples": 3, "timing": {"settle_s": 1},
                "traffic": {"traces": [str(pcaps / "tcpreplay_test.pcap")], "replayers": [1],
-                           "rate": {"pps": 30000}, "loops": 670},  # 4 s: the limited sensor overflows the ring in ~1 s
+                           "rate": {"pps": 30000}, "loops": 335},  # 2 s: the limited sensor overflows the ring in ~1 s
                "sensor": {"rules": ["builtin:events", str(costly_rules)], "set": PAUSE_RIDING_RING},
                "setup": {"cpus": cpus}}
         run_campaign(spec_from_dict(doc), tmp_path / name, state_dir=state_dir, cache_dir=cache_dir,

@@ -28,8 +28,8 @@ RING = {"set": {"af-packet.0.ring-size": 32768}}
 # verification, the accounting), not a figure: 1-s trials, one decides a load's bound (the exceed ratio
 # 0.5 of 2 trial seconds), a 2-s verification — as the duet search test runs this same CPU-bound case.
 SHORT_TRIALS = {"trial_s": 1, "initial_trial_s": 0.5, "duration_sum": 2, "final_s": 2}
-# The repeats test checks that each repeat converges to the precision it asked, not a figure: a coarser
-# one needs fewer halvings per repeat (the ±5% repeatability is benchmarks/bench_search.py's).
+# The repeats and the real-capture tests check that a search converges to the precision it asked, not a
+# figure: a coarser one needs fewer halvings (the ±5% repeatability is benchmarks/bench_search.py's).
 PRECISION = 0.1
 
 
@@ -99,14 +99,14 @@ def test_ndr_on_a_real_capture_at_a_pps_top(tmp_path, state_dir, cache_dir, pcap
     result = _search(tmp_path, state_dir, cache_dir, "pcap",
                      traffic={"traces": [str(pcaps / "zeek_modbusBig.pcap")], "replayers": [2],
                               "rate": {"pps": 150000}},
-                     search={**SHORT_TRIALS, "tolerances": [0, 0.01]})
+                     search={**SHORT_TRIALS, "precision": PRECISION, "tolerances": [0, 0.01]})
     ndr, pdr = result.results
     assert result.goals is not None and len(result.trials) <= 60  # search.max_trials
     assert ndr.value is not None and pdr.value is not None, result.notes
     if ndr.relevant_upper is None:  # the sensor took the top (this host ran it both ways): a lower bound
         assert ndr.lower_bound and ndr.value == pytest.approx(300_000)
     else:  # converged to the precision (MLRsearch's rounded grid)
-        assert not ndr.lower_bound and ndr.relevant_upper / ndr.value - 1 <= 0.05 * 1.5
+        assert not ndr.lower_bound and ndr.relevant_upper / ndr.value - 1 <= PRECISION * 1.5
     assert ndr.value <= pdr.value <= 300_000  # 2 replayers × 150k pps is the top
     # the final-length verification ran at the NDR; with exceed_ratio 0.5 a load passes when at most half
     # its trial seconds were bad, so one 2 s sample there may lose (it is reported, not retried)
@@ -120,10 +120,12 @@ def test_min_cpus_search_result_is_lossless_and_half_of_it_is_not(tmp_path, stat
     # 10% steps: the verification sample starts a fresh sensor under the limit, and its start-up under a
     # tenth of a core has cost up to 20% more CPU than the warm trials found. The large ring: under a
     # quota of ~0.1 CPU the sensor is throttled for ~90 ms of every 100 ms period, 3,600 packets at
-    # 40k pps, more than the default ring holds (it lost 3-14% at 0.11-0.145 CPU with it)
+    # 40k pps, more than the default ring holds (it lost 3-14% at 0.11-0.145 CPU with it). 1-s warm trials:
+    # what the ring absorbs is not forwarded in time (the trial's backlog beyond a quota period counts as
+    # "fell behind"); what the checks below rest on is the 5-s verification from a cold start and the two
+    # 5-s samples around the result, unchanged.
     result = _search(tmp_path, state_dir, cache_dir, "cpus", traffic=traffic, setup={"cpus": 1.0}, sensor=RING,
-                     search={"axis": "cpus", "trial_s": 2, "duration_sum": 4, "final_s": 5, "min_cpus": 0.02,
-                             "precision": 0.1})
+                     search={"axis": "cpus", **SHORT_TRIALS, "final_s": 5, "min_cpus": 0.02, "precision": 0.1})
     (r,) = result.results
     assert r.value is not None and r.verified is not None and 0.02 <= r.value < 1.0, (r, result.notes)
     assert r.bracket is not None and r.bracket[0] < r.bracket[1] == r.value, r  # (highest failure, the result)
@@ -194,25 +196,27 @@ def test_et_open_recall_is_high_when_lossless_and_lower_under_heavy_drops(tmp_pa
     if not ET_OPEN.is_file():
         pytest.fail(f"the ET Open ruleset is not at {ET_OPEN} (../shared/data/rules beside the checkout)")
     out = tmp_path / "et"
-    # At topspeed the 40k packets arrive in ~0.1 s: Suricata's default ring (tpacket-v3 blocks that
-    # hold ~10k small packets per thread) can swallow most of that burst, and with ET Open on a whole
-    # CPU a 256-frame ring still lost only 12 packets in one run. A third of a CPU (rule load ~45 s)
-    # and a 256-frame ring make the flood drop most packets, while at 3k pps the ring still holds a
-    # tenth of a second or more and the sensor needs a few % of a core.
-    # mpm-algo ac-ks (Aho-Corasick) instead of Hyperscan: the same matches (the offline ground truth runs
-    # the same configuration), and ET Open loads in 10.9 s instead of 17.5 s here (`suricata -T`), which
-    # under a third of a CPU is ~40 s less for the two sensors and the config test.
+    # At topspeed the 20k packets arrive in ~0.05 s: Suricata's default ring (tpacket-v3 blocks that
+    # hold ~10k small packets per thread) can swallow most of that burst, and with ET Open (Hyperscan) on
+    # a whole CPU a 256-frame ring still lost only 12 of 40k packets in one run. Half a CPU and a 256-frame
+    # ring make the flood drop most packets, while at 3k pps the ring still holds a tenth of a second or
+    # more and the sensor needs a few % of a core. mpm-algo ac-ks (Aho-Corasick) instead of Hyperscan:
+    # the same matches (the offline ground truth runs the same configuration), a costlier packet (with it
+    # a third of a CPU kept 3,089 of 40k flooded packets where Hyperscan kept 16,213), and ET Open loads in
+    # 10.9 s instead of 17.5 s here (`suricata -T`; ~600 MB resident instead of ~300 MB).
     run_campaign(spec_from_dict({
         "name": "et-recall", "samples": 1,
-        "traffic": {"traces": ["builtin:web?packets=40000"], "replayers": [1], "rate": [{"pps": 3000}, "topspeed"]},
+        "traffic": {"traces": ["builtin:web?packets=20000"], "replayers": [1], "rate": [{"pps": 3000}, "topspeed"]},
         "sensor": {"rules": [str(ET_OPEN)], "ready_timeout_s": 300,
                    "set": {"af-packet.0.ring-size": 256, "mpm-algo": "ac-ks"}},
-        "setup": {"cpus": [0.3]}}), out, state_dir=state_dir, cache_dir=cache_dir, name_prefix=TEST_PREFIX)
+        "setup": {"cpus": [0.5]}}), out, state_dir=state_dir, cache_dir=cache_dir, name_prefix=TEST_PREFIX)
     campaign = load_campaign(out)
     assert len(campaign.truths) == 2 and all(sum(t.alerts_by_sid.values()) >= 20 for t in campaign.truths.values())
     figures = {s.summary.case.rate: sample_figures(s, campaign.doc.settle_s, campaign.truths[s.case_id])
                for s in campaign.samples}
     calm, flood = figures["pps=3000"], figures["topspeed"]
+    print(f"ET Open: calm dropped {calm.dropped_pkts}, recall {calm.alert_recall}; flood dropped "
+          f"{flood.dropped_pkts} of {flood.sent_pkts}, recall {flood.alert_recall}")
     assert calm.dropped_pkts == 0 and calm.alert_recall is not None and calm.alert_recall >= 0.9, calm
     assert flood.dropped_pkts > 0 and flood.alert_recall is not None and flood.alert_recall < calm.alert_recall, flood
 
