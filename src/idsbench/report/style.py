@@ -55,12 +55,14 @@ def panel_title(key: PanelKey, multi_trace: bool, multi_rate: bool) -> str:
 
 def variant(params: CaseParams) -> str:
     """The limits part of a case label (CPU and memory limits; the engine when not Suricata, the
-    config overlay when not the default)."""
+    config overlay when not the default, the capture method when one was asked)."""
     bits = []
     if params.engine != "suricata":
         bits.append(params.engine)
     if params.config != "default":
         bits.append(Path(params.config).stem)
+    if params.capture is not None:
+        bits.append(params.capture)
     if params.cpus is not None:
         bits.append(f"{params.cpus:g} CPU")
     if params.memory is not None:
