@@ -25,14 +25,17 @@ from idsbench.sensors.suricata import Suricata
 
 @contextmanager
 def one_preflight() -> Iterator[None]:
-    """Within the block: the quietness probe is measured once per (CPUs, time scale) and each
-    (engine, options) pair is config-tested once; the results are reused by the later campaigns."""
+    """Within the block: the quietness probe is measured once per set of CPUs (again only for a trial
+    shorter than the pieces it measured) and each (engine, options) pair is config-tested once; the results
+    are reused by the later campaigns."""
     real_noise = hostprobe.measure_noise
-    noise: dict[tuple[tuple[int, ...], float], NoiseProbe] = {}
+    noise: dict[tuple[int, ...], NoiseProbe] = {}
 
     def measure_once(cpus: Any = None, piece_s: float = 1.0) -> NoiseProbe:
-        key = (tuple(cpus or ()), piece_s)
-        if key not in noise:
+        # A probe of shorter pieces serves a longer trial: the loop's CV falls as pieces grow (probe/noise.py),
+        # so it never calls the host quieter than a probe at the trial's own scale would.
+        key = tuple(cpus or ())
+        if key not in noise or (noise[key].piece_s or 1.0) > piece_s:
             noise[key] = real_noise(cpus, piece_s)
         return noise[key]
 
