@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +33,22 @@ from idsbench.traffic.pcap import read_info
 from tests.integration.conftest import unavailable
 
 from .conftest import PCAPS, RULES, TEST_PREFIX
+from .warm import one_preflight
 
 pytestmark = pytest.mark.integration
 
 LOSSLESS = PCAPS / "nf_evidence02.pcap"  # 572 packets
 HTTP = PCAPS / "sv_base64-decode-5885.pcap"  # 1143 packets of HTTP: many ET rules are checked
 BUILD = "suricata@8.0.6"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_preflight() -> Iterator[None]:
+    """The module's campaigns run back to back on the same host, engines and rule files: each ruleset is
+    test-loaded once (ET Open on the profiling build: ~13 s) and the host's quietness probed once per time
+    scale (warm.py)."""
+    with one_preflight():
+        yield
 
 
 @pytest.fixture
@@ -123,6 +134,7 @@ def test_profiling_build_ranks_et_open_rules(tmp_path: Path, ready: Path) -> Non
 
 
 DCERPC = PCAPS / "zeek_dcerpc_mapi.pcap"  # 800 packets of DCERPC/SMB: ET's GPL NETBIOS rules are checked on most
+ROUNDS = 3  # of the ruleset axis with and without the costliest category (see the test)
 
 
 def test_removing_the_costliest_category_saves_what_the_profiler_said_it_cost(tmp_path: Path, ready: Path) -> None:
@@ -139,21 +151,33 @@ def test_removing_the_costliest_category_saves_what_the_profiler_said_it_cost(tm
     engine = f"{BUILD}+profiling"
     traffic = {"traces": [str(DCERPC)], "replayers": [1], "rate": [{"pps": 1000}], "loops": 2}
     sensor = {"engine": [engine], "ready_timeout_s": 600, "ground_truth": False}
-    profiled = load_campaign(_run(tmp_path, ready, "costliest", {
-        "samples": 2, "timing": {"settle_s": 1.0}, "traffic": traffic, "sensor": {**sensor, "rules": [str(et)]}}))
-    (case,) = profiled.cases
-    costliest = group_costs(profiled, case.case_id, "category")[0]
-    share = costliest.time_share
-    assert share is not None and share > 0.1, costliest
+    # One profiled sample names the costliest category (gpl-netbios here: 40% of the sensor's CPU, 82% with
+    # the clock reads); the profiler's figures the saving is held to are the medians of the ruleset axis' own
+    # et-open samples (formerly two samples of a campaign of their own): the same build and traffic,
+    # interleaved with the samples without the category. Three rounds (were four): the paired effect's least
+    # (effect.MIN_ROUNDS); the saving is 75-81% and the rounds agree within ~10 points (four rounds: CI -83..-74%
+    # in one run, per-round effects -80.7/-82.0/-80.2/-81.7% in another), so three rounds' CI stays far below
+    # 0, and what decides the test is the median's factor-of-2 window to the profiler's figure.
+    chooser = load_campaign(_run(tmp_path, ready, "costliest", {
+        "samples": 1, "timing": {"settle_s": 1.0}, "traffic": traffic, "sensor": {**sensor, "rules": [str(et)]}}))
+    (chosen,) = chooser.cases
+    costliest = group_costs(chooser, chosen.case_id, "category")[0]
+    assert costliest.time_share is not None and costliest.time_share > 0.1, costliest
     minus = tmp_path / f"et-minus-{costliest.name}.rules"
     removed = write_without_category(et, costliest.name, minus)
     assert removed >= costliest.rules > 0
 
     out = _run(tmp_path, ready, "rulecost", {
-        "samples": 4, "order": "interleaved", "timing": {"settle_s": 1.0}, "traffic": traffic,
+        "samples": ROUNDS, "order": "interleaved", "timing": {"settle_s": 1.0}, "traffic": traffic,
         "sensor": {**sensor, "rules": {"et-open": [str(et)], "et-open-minus": [str(minus)]}}})
-    rows = case_table(load_campaign(out))
-    assert all(r.status_counts.get("ok") == 4 for r in rows), [(r.case, r.status_counts) for r in rows]
+    profiled = load_campaign(out)
+    (case,) = [c for c in profiled.cases if c.params.rules == "et-open"]
+    costliest = next(g for g in group_costs(profiled, case.case_id, "category") if g.name == costliest.name)
+    share = costliest.time_share
+    assert share is not None and share > 0.1, costliest
+    assert removed >= costliest.rules > 0
+    rows = case_table(profiled)
+    assert all(r.status_counts.get("ok") == ROUNDS for r in rows), [(r.case, r.status_counts) for r in rows]
     (cmp,) = compare_along(rows, "rules", ["sensor_us_per_pkt"])
     assert cmp.values == ("et-open", "et-open-minus")
     d = cmp.deltas["sensor_us_per_pkt"]
@@ -166,13 +190,13 @@ def test_removing_the_costliest_category_saves_what_the_profiler_said_it_cost(tm
     assert d.verdict == "lower" and d.effect_pct is not None and d.effect_ci is not None, d
     # the rulesets ran in rounds (issue 28): campaign.json records them, the comparison is paired
     doc = json.loads((out / "campaign.json").read_text())
-    assert doc["order"]["order"] == "interleaved" and len(doc["order"]["rounds"]) == 4 and doc["order"]["seed"] is not None
+    assert doc["order"]["order"] == "interleaved" and len(doc["order"]["rounds"]) == ROUNDS and doc["order"]["seed"] is not None
     assert d.paired, d
     # the CPU per packet's span ends where the sensor's processing did: where the quiet watch concluded the
     # drain. A stats record that counts everything can end the drain first (the watch starts looking at
     # settle_s; 3 of 8 samples in one run here): then the span is the drain's, between replay end and drained.
     processing = 0
-    for s in load_campaign(out).samples:
+    for s in profiled.samples:
         cost = s.summary.cost
         assert cost is not None and cost.definition == "processing" and cost.cpu_drained_s is not None, cost
         if cost.processed_s is not None:
