@@ -15,6 +15,7 @@ from idsbench.proc import Supervisor
 from idsbench.settings import strict
 from idsbench.store.reader import load_campaign
 from idsbench.teardown import TeardownStack
+from tests.integration.warm import shared_noise_probe
 from tests.paths import PCAPS, RULES, SHARED  # noqa: F401 (re-exported for the tests)
 
 # Namespaces, containers and cgroups of this test session start with this (several checkouts may
@@ -33,6 +34,16 @@ def unavailable(reason: str) -> None:
     if strict():
         pytest.fail(reason)
     pytest.skip(reason)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_noise_probe_per_session() -> Iterator[None]:
+    """Every campaign's preflight busy-loops the sensor's CPUs for 6-12 s to judge the host's noise
+    (probe/noise.py); in one test session it is measured once per set of CPUs and trial scale and reused
+    (tests/integration/warm.py). test_host_noise_probe checks the real probe; no test reads the labels the
+    measurement gives, and each campaign still records the measurement in its probe.json."""
+    with shared_noise_probe():
+        yield
 
 
 @pytest.fixture(scope="session")

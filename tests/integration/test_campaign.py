@@ -75,6 +75,8 @@ def test_campaign_on_several_real_captures_with_report(tmp_path, state_dir, cach
         expected = s["case"]["replayers"] * packets[s["case"]["trace"]]
         assert (c["dropped_pkts"], c["captured_pkts"], c["decoded_pkts"]) == (0, expected, expected), s["case"]
         assert s["replay"]["sent_pkts"] == expected
+    noise = json.loads((tmp_path / "campaign" / "probe.json").read_text())["noise"]  # the host's quietness, kept
+    assert noise["loop_cv"] > 0 and noise["cpus"] and noise["piece_s"] > 0, noise
     report = write_report(tmp_path / "campaign")
     html = report.read_text()
     assert html.count("<img") >= 4

@@ -253,3 +253,19 @@ def test_ansible_role_applies_to_a_veth(veth_here, tmp_path):
     assert "tcp-segmentation-offload: off" in sh("ethtool", "-k", veth_here).stdout
     assert overlay.is_file() and "runmode: workers" in overlay.read_text()
     assert suricata_yaml.read_text().rstrip().endswith(f"include: {overlay}")
+
+
+def test_host_noise_probe_measures_this_host():
+    """The quietness probe itself, for real (campaigns in this test session share one measurement:
+    conftest.one_noise_probe_per_session): a CPU-bound loop timed in pieces on the CPU asked for."""
+    from tests.integration.warm import REAL_MEASURE_NOISE
+
+    cpu = max(os.sched_getaffinity(0))
+    noise = REAL_MEASURE_NOISE([cpu], 0.5)
+    print(noise)
+    assert noise.cpus == (cpu,) or list(noise.cpus) == [cpu]
+    assert noise.piece_s == 0.5
+    assert noise.loop_cv is not None and 0 < noise.loop_cv < 1
+    assert noise.loop_cv_10ms is not None and 0 < noise.loop_cv_10ms < 1
+    assert noise.steal_pct is None or 0 <= noise.steal_pct <= 100
+    assert noise.other_load_pct is None or 0 <= noise.other_load_pct <= 100

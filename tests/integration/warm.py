@@ -5,7 +5,8 @@ pieces of the trial's length, 6-12 s) and has the engine test-load every ruleset
 for ET Open). A test that runs several campaigns of the same host, engine and rules one after the other
 measures the host once and test-loads each ruleset once; everything else in the preflight (the warnings
 and labels the noise figures give, the campaign's probe.json with that measurement, the ground truth, …)
-runs as it does for a user. The real probe and config test stay covered by every other campaign test."""
+runs as it does for a user. The whole integration session shares the noise probe (conftest); the real
+probe is checked by test_probe_real, the real config test by every campaign test outside one_preflight."""
 
 from __future__ import annotations
 
@@ -22,23 +23,34 @@ from idsbench.sensors.base import SensorOptions
 from idsbench.sensors.snort import Snort
 from idsbench.sensors.suricata import Suricata
 
+# The probe itself, before any test replaced it (test_host_noise_probe measures with it).
+REAL_MEASURE_NOISE = hostprobe.measure_noise
+
 
 @contextmanager
-def one_preflight() -> Iterator[None]:
-    """Within the block: the quietness probe is measured once per set of CPUs (again only for a trial
-    shorter than the pieces it measured) and each (engine, options) pair is config-tested once; the results
-    are reused by the later campaigns."""
+def shared_noise_probe() -> Iterator[None]:
+    """Within the block the quietness probe is measured once per set of CPUs (again only for a trial
+    shorter than the pieces it measured) and reused by the later campaigns. A probe of shorter pieces serves
+    a longer trial: the loop's CV falls as pieces grow (probe/noise.py), so it never calls the host quieter
+    than a probe at the trial's own scale would."""
     real_noise = hostprobe.measure_noise
     noise: dict[tuple[int, ...], NoiseProbe] = {}
 
     def measure_once(cpus: Any = None, piece_s: float = 1.0) -> NoiseProbe:
-        # A probe of shorter pieces serves a longer trial: the loop's CV falls as pieces grow (probe/noise.py),
-        # so it never calls the host quieter than a probe at the trial's own scale would.
         key = tuple(cpus or ())
         if key not in noise or (noise[key].piece_s or 1.0) > piece_s:
             noise[key] = real_noise(cpus, piece_s)
         return noise[key]
 
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(hostprobe, "measure_noise", measure_once)
+        yield
+
+
+@contextmanager
+def one_preflight() -> Iterator[None]:
+    """Within the block: the quietness probe is shared (`shared_noise_probe`) and each (engine, options)
+    pair is config-tested once; the results are reused by the later campaigns."""
     tested: set[str] = set()
 
     def config_test_once(real: Any) -> Any:
@@ -51,8 +63,7 @@ def one_preflight() -> Iterator[None]:
                 tested.add(key)
         return config_test
 
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(hostprobe, "measure_noise", measure_once)
+    with shared_noise_probe(), pytest.MonkeyPatch.context() as mp:
         for cls in (Suricata, Snort):
             mp.setattr(cls, "config_test", config_test_once(cls.config_test))
         yield
