@@ -5,8 +5,8 @@ and points `<cache>/snort/current` at it; `.built` in the tree marks a finished 
 
 A run's config is one file, `snort.lua` in the run directory: it includes the stock
 `<prefix>/etc/snort/snort.lua` (inspectors, bindings, default variables) and then sets, in order:
-the DAQ (afpacket, passive, on the interface; none when reading a capture with -r), `ips.mode =
-'tap'` (inline off), the rules (`ips.rules` including each file by absolute path), alert_json to a
+the DAQ (afpacket or pcap, passive, on the interface; pcap from SnortInstall.pcap_module_dir; none when
+reading a capture with -r), `ips.mode = 'tap'` (inline off), the rules (`ips.rules` including each file by absolute path), alert_json to a
 file in the log dir (gid/sid/rev per alert), perf_monitor (base counters as JSON every
 stats_interval_s seconds, `packets = 0` so a quiet interval is written too), with `snort+profiling` the
 rule profiler (every rule, by total time, printed to stdout at exit), and last the user's own Lua
