@@ -10,6 +10,14 @@
 # found. The snort binary is stripped and carries an rpath to its prefix's lib/, so libdaq is found
 # without LD_LIBRARY_PATH; the DAQ modules (afpacket, pcap, ...) are linked into it statically.
 #
+#
+# Beside the tree's own DAQ modules it builds idsbench's pcap module, <prefix>/lib/daq-idsbench/daq_pcap.so:
+# libdaq's pcap module with scripts/patches/libdaq-3.0.25-pcap-interrupt.patch (its interrupt also calls
+# pcap_breakloop, so Snort stops on a quiet wire: libpcap 1.10 on Linux loops on poll's timeouts in blocking
+# mode and the module's flag alone is never seen; version 104, so it replaces the static pcap(v4) when Snort
+# is given the directory in daq.module_dirs, as idsbench does for the "pcap" capture). One C file: seconds,
+# built (again) whenever its stamp lacks the patch's digest, outside the tree's digest (no Snort rebuild).
+#
 # Usage: scripts/build-snort.sh [--print-prefix | --print-record]
 #   --print-prefix   print the install prefix this machine's build has (or would have) and exit
 #   --print-record   print what the digest covers (key=value: digest, configure, archives and their sha256)
@@ -82,7 +90,34 @@ verify() {
   done
 }
 
+pcap_patch=$repo/scripts/patches/libdaq-$DAQ_VERSION-pcap-interrupt.patch
+pcap_dir=$prefix/lib/daq-idsbench
+pcap_module() {  # idsbench's pcap DAQ module (see the header); a no-op when its stamp has the patch's digest
+  local sha tmp out
+  sha=$(sha256sum "$pcap_patch" | cut -d' ' -f1)
+  [ "$(cat "$pcap_dir/.built" 2>/dev/null)" = "patch_sha256=$sha" ] && return 0
+  exec 8>"$base/.pcap-module.lock"
+  flock 8
+  if [ "$(cat "$pcap_dir/.built" 2>/dev/null)" != "patch_sha256=$sha" ]; then
+    tmp=$(mktemp -d "$base/.pcap-module-XXXXXX")
+    tar -xzf "$daq_tgz" -C "$tmp" "libdaq-$DAQ_VERSION/modules/pcap/daq_pcap.c"
+    patch -s -d "$tmp/libdaq-$DAQ_VERSION" -p1 <"$pcap_patch" || { rm -rf "$tmp"; die "$pcap_patch does not apply"; }
+    : >"$tmp/config.h"
+    mkdir -p "$pcap_dir"
+    cc -O2 -fPIC -shared -DBUILDING_SO -I"$tmp" -I"$prefix/include" \
+      "$tmp/libdaq-$DAQ_VERSION/modules/pcap/daq_pcap.c" -o "$pcap_dir/daq_pcap.so" -lpcap \
+      || { rm -rf "$tmp"; die "idsbench's pcap DAQ module failed to build (needs libpcap-dev: 'make system')"; }
+    rm -rf "$tmp"
+    out=$("$prefix/bin/snort" --daq-dir "$pcap_dir" --daq-list 2>&1) || die "snort --daq-list with $pcap_dir failed: $out"
+    grep -q "^pcap(v104)" <<<"$out" || die "snort does not take $pcap_dir/daq_pcap.so as its pcap module: $out"
+    echo "patch_sha256=$sha" >"$pcap_dir/.built"
+    log "built idsbench's pcap DAQ module into $pcap_dir"
+  fi
+  flock -u 8
+}
+
 finish() {
+  pcap_module
   ln -sfn "$(basename "$prefix")" "$base/current"
   echo "$prefix"
 }

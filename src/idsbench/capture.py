@@ -9,7 +9,8 @@ starts, the engine adapters render their config from `effective_options`.
 Methods (docs/architecture.md, "Capture methods"):
 - Suricata: "af-packet" (TPACKET_V3, cluster_flow: the default), "af-packet-v2" (TPACKET_V2 with mmap),
   "af-xdp" (an XDP program redirects to an AF_XDP socket), "pcap" (libpcap);
-- Snort 3: its DAQ modules "afpacket" (the default) and "pcap";
+- Snort 3: its DAQ modules "afpacket" (the default) and "pcap" (idsbench's build of libdaq's: its
+  interrupt also breaks libpcap's poll, so Snort stops on a quiet wire);
 - the capture-only engine: "afpacket" (ibcapture) and "libpcap" (tcpdump).
 
 `sensor.capture_options`: a plain key applies to every method of the axis (and must belong to each);
@@ -32,12 +33,9 @@ METHODS: dict[str, tuple[str, ...]] = {
     "capture": ("afpacket", "libpcap"),
 }
 # Methods an engine has but that cannot run a sample here yet, and why (a SpecError before anything starts).
-REFUSED: dict[tuple[str, str], str] = {
-    ("snort", "pcap"): "libdaq 3.0.25's pcap module cannot be stopped on a quiet wire: after SIGTERM its packet "
-                       "thread stays blocked in libpcap's poll (the module's interrupt only sets a flag), so Snort "
-                       "never prints its exit statistics (measured: \"== stopping\", then SIGKILL after the 60-s "
-                       "stop timeout, no counters)",
-}
+# None now: Snort's pcap DAQ, refused until libdaq 3.0.25's module could be stopped on a quiet wire, runs
+# idsbench's build of it (scripts/build-snort.sh; SnortInstall.pcap_module_dir).
+REFUSED: dict[tuple[str, str], str] = {}
 DEFAULT_METHOD = {"suricata": "af-packet", "snort": "afpacket", "capture": "afpacket"}
 CLUSTER_TYPES = ("cluster_flow", "cluster_qm", "cluster_cpu")
 XDP_MODES = {"drv": "drv", "driver": "drv", "skb": "skb"}

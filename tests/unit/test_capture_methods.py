@@ -10,10 +10,12 @@ import pytest
 
 from idsbench import capture
 from idsbench.accounting import WaterfallInput, waterfall
-from idsbench.errors import SpecError
+from idsbench.buildstamp import SnortBuild
+from idsbench.errors import EnvironmentMissing, SpecError
 from idsbench.plan import plan
 from idsbench.sensors.base import SensorOptions
-from idsbench.sensors.snort.config import SnortOptions
+from idsbench.sensors.snort import Snort
+from idsbench.sensors.snort.config import SnortInstall, SnortOptions
 from idsbench.sensors.snort.config import render_config as render_snort
 from idsbench.sensors.snort.stats import SnortCounters
 from idsbench.sensors.suricata import Suricata, capture_drops_from_stats, counters_from_stats
@@ -53,7 +55,6 @@ def test_unset_capture_keeps_case_ids_and_the_spec_dump():
     ({"capture": "af-xdp", "capture_options": {"af-xdp": {"xdp-mode": "hw"}}}, "not one of drv, driver, skb"),
     ({"capture": "af-packet", "capture_options": {"ring-size": "big"}}, "not a whole number"),
     ({"capture_options": {"af_xdp": {"xdp-mode": "skb"}}}, "names no capture method"),
-    ({"engine": ["snort"], "capture": "pcap"}, "cannot be stopped on a quiet wire.*use afpacket"),
     ({"capture": "Bad Name"}, "not a capture method name"),
 ])
 def test_bad_capture_input_is_a_spec_error_naming_the_fix(sensor, match):
@@ -154,6 +155,38 @@ def test_snort_renders_the_pcap_daq_without_fanout():
                         daq_module="pcap", pcap_buffer=1 << 20)
     lua = render_snort(opts, Path("/etc/snort.lua"))
     assert "name = 'pcap', mode = 'passive'" in lua and "buffer_size=1048576" in lua and "fanout" not in lua
+    assert "module_dirs" not in lua
+
+
+def test_a_refused_method_is_a_spec_error_naming_the_usable_ones(monkeypatch: pytest.MonkeyPatch):
+    assert capture.REFUSED == {}  # Snort's pcap DAQ runs (idsbench's module): nothing is refused now
+    monkeypatch.setitem(capture.REFUSED, ("snort", "pcap"), "it cannot be stopped")
+    with pytest.raises(SpecError, match="'pcap' does not run here yet: it cannot be stopped") as err:
+        plan(_spec({"engine": ["snort"], "capture": "pcap"}))
+    assert err.value.fix == "use afpacket for snort."
+
+
+def test_snort_pcap_runs_idsbenchs_daq_module_and_records_it(tmp_path: Path):
+    install = SnortInstall(tmp_path / "prefix", SnortBuild("3.12.2.0", "3.0.25", "d1", 2, 22, 472, 1))
+    snort = Snort(install=install, cache_dir=tmp_path, variables=())
+    with pytest.raises(EnvironmentMissing, match="lacks idsbench's pcap DAQ module") as err:
+        snort.check_capture("pcap")  # a tree built before the module: `make snort` adds it
+    assert "make snort" in err.value.fix
+    snort.check_capture("afpacket")  # the stock module needs nothing more
+    folder = tmp_path / "prefix" / "lib" / "daq-idsbench"
+    folder.mkdir(parents=True)
+    (folder / "daq_pcap.so").write_bytes(b"")
+    (folder / ".built").write_text("patch_sha256=0\n")
+    snort.check_capture("pcap")
+    opts = snort._options(SensorOptions(capture="pcap", threads=2), tmp_path, "ibr1", None)
+    assert opts.daq_module_dirs == (folder,) and opts.threads == 1
+    lua = render_snort(opts, Path("/etc/snort.lua"))
+    assert f"module_dirs = {{ '{folder}' }}," in lua and "name = 'pcap'" in lua
+    assert snort._options(SensorOptions(capture="afpacket"), tmp_path, "ibr1", None).daq_module_dirs == ()
+    assert snort._options(SensorOptions(capture="pcap"), tmp_path, None, None).daq_module_dirs == ()  # -r: none
+    run = snort.prepare(tmp_path / "run", "ibr1", SensorOptions(capture="pcap"))
+    assert run.capture_options["daq-patch"] == "libdaq-3.0.25-pcap-interrupt"
+    assert "daq-patch" not in snort.prepare(tmp_path / "run2", "ibr1", SensorOptions()).capture_options
 
 
 def test_waterfall_books_native_xdp_drops_once():

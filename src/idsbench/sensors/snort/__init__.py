@@ -25,6 +25,7 @@ from idsbench.sensors.base import SensorOptions, requirement_met
 from idsbench.sensors.snort import log as snort_log
 from idsbench.sensors.snort import ruleprep
 from idsbench.sensors.snort.config import (
+    PCAP_PATCH,
     SnortInstall,
     SnortOptions,
     buffer_from,
@@ -144,8 +145,11 @@ class Snort:
 
     # --- config -------------------------------------------------------------------------------
     def check_capture(self, method: str | None) -> None:
-        """The DAQ module must be one this libdaq build has (afpacket and pcap: static in scripts/build-snort.sh)."""
-        capture_of(SensorOptions(capture=method))
+        """The DAQ module must be one this libdaq build has (afpacket and pcap: static in scripts/build-snort.sh);
+        pcap runs idsbench's module (`SnortInstall.require_pcap_module`)."""
+        module, _ = capture_of(SensorOptions(capture=method))
+        if module == "pcap":
+            self.install.require_pcap_module()
 
     def _options(self, options: SensorOptions, log_dir: Path, interface: str | None,
                  mtu: int | None) -> SnortOptions:
@@ -161,6 +165,8 @@ class Snort:
             threads=1 if module == "pcap" else threads, mtu=mtu,
             buffer_size_mb=int(mb) if isinstance(mb, int) else buffer_from(options.overrides),
             daq_module=module, pcap_buffer=int(effective["buffer-size"]) if module == "pcap" else None,
+            # libdaq's own pcap module cannot be stopped on a quiet wire: idsbench's replaces it
+            daq_module_dirs=(self.install.require_pcap_module(),) if module == "pcap" and interface else (),
             variables=self.variables,
             event_filters=render_event_filters(filters), rule_profile=self.profiling,
             overrides=lua_overrides(options.overrides, options.config_overlay))
@@ -174,9 +180,11 @@ class Snort:
         config.write_text(render_config(opts, self.install.base_config))
         argv = line_buffered(snort_argv(self.install.binary, config, opts))
         module, effective = capture_of(options)
+        # the module a pcap sample ran is idsbench's (recorded with its options: results say so)
+        patched: dict[str, Scalar] = {"daq-patch": PCAP_PATCH} if opts.daq_module_dirs else {}
         return SnortRun(argv=argv, log_dir=run_dir, config_path=config, console_path=run_dir / CONSOLE_FILE,
                         interface=interface, threads=opts.threads, capture=module,
-                        capture_options={**effective, "threads": opts.threads})
+                        capture_options={**effective, "threads": opts.threads, **patched})
 
     def offline_alerts(self, pcap: Path, options: SensorOptions, workdir: Path,
                        timeout_s: float = CONFIG_TEST_TIMEOUT_S) -> dict[int, int]:

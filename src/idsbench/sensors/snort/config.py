@@ -5,8 +5,8 @@ and points `<cache>/snort/current` at it; `.built` in the tree marks a finished 
 
 A run's config is one file, `snort.lua` in the run directory: it includes the stock
 `<prefix>/etc/snort/snort.lua` (inspectors, bindings, default variables) and then sets, in order:
-the DAQ (afpacket, passive, on the interface; none when reading a capture with -r), `ips.mode =
-'tap'` (inline off), the rules (`ips.rules` including each file by absolute path), alert_json to a
+the DAQ (afpacket or pcap, passive, on the interface; pcap from SnortInstall.pcap_module_dir; none when
+reading a capture with -r), `ips.mode = 'tap'` (inline off), the rules (`ips.rules` including each file by absolute path), alert_json to a
 file in the log dir (gid/sid/rev per alert), perf_monitor (base counters as JSON every
 stats_interval_s seconds, `packets = 0` so a quiet interval is written too), with `snort+profiling` the
 rule profiler (every rule, by total time, printed to stdout at exit), and last the user's own Lua
@@ -25,6 +25,8 @@ from idsbench.errors import EnvironmentMissing, SpecError
 
 SNORT_VERSION = "3.12.2.0"
 DAQ_VERSION = "3.0.25"
+# the patch (scripts/patches/<name>.patch) idsbench's pcap DAQ module is built with (SnortInstall.pcap_module_dir)
+PCAP_PATCH = f"libdaq-{DAQ_VERSION}-pcap-interrupt"
 MAX_SNAPLEN = 65535
 SNAPLEN_SLACK = 14 + 8  # Ethernet header + two VLAN tags (the afpacket DAQ puts a stripped tag back)
 # alert_json fields: numbers first; msg last, because Snort does not escape quotes in it (snort_stats
@@ -72,6 +74,23 @@ class SnortInstall:
     def base_config(self) -> Path:
         return self.prefix / "etc" / "snort" / "snort.lua"
 
+    @property
+    def pcap_module_dir(self) -> Path:
+        """idsbench's pcap DAQ module (scripts/build-snort.sh): libdaq's with its interrupt also breaking
+        libpcap's poll, so Snort stops on a quiet wire; version 104, replacing the static pcap(v4) when
+        given in daq.module_dirs."""
+        return self.prefix / "lib" / "daq-idsbench"
+
+    def require_pcap_module(self) -> Path:
+        """`pcap_module_dir`, EnvironmentMissing when it has no finished module (a tree built before it)."""
+        folder = self.pcap_module_dir
+        if not (folder / "daq_pcap.so").is_file() or not (folder / ".built").is_file():
+            raise EnvironmentMissing(
+                f"The Snort build at {self.prefix} lacks idsbench's pcap DAQ module ({folder}/daq_pcap.so): "
+                "libdaq's own cannot be stopped on a quiet wire.",
+                fix="run `make snort` (scripts/build-snort.sh builds the module in seconds, Snort itself stays).")
+        return folder
+
 
 def find_install(cache: Path | None = None) -> SnortInstall:
     """The Snort build `make snort` made (`<cache>/snort/current`); EnvironmentMissing if there is none."""
@@ -103,6 +122,7 @@ class SnortOptions:
     buffer_size_mb: int | None = None  # afpacket ring per thread (libdaq's default: 128 MiB)
     daq_module: str = "afpacket"  # sensor.capture: "afpacket" or "pcap" (idsbench.capture)
     pcap_buffer: int | None = None  # the pcap DAQ's libpcap ring in bytes (buffer_size)
+    daq_module_dirs: tuple[Path, ...] = ()  # daq.module_dirs: idsbench's pcap module (SnortInstall.pcap_module_dir)
     # rule variables, e.g. the Suricata config's address/port groups so both engines see the same
     # HOME_NET: (("HOME_NET", "[10.0.0.0/8]"), ("HTTP_PORTS", "80")); *_PORTS are port variables
     variables: tuple[tuple[str, str], ...] = ()
@@ -157,7 +177,10 @@ def render_config(options: SnortOptions, base_config: Path) -> str:
             if options.buffer_size_mb is not None:
                 variables.append(f"buffer_size_mb={options.buffer_size_mb}")
         var_list = ", ".join(lua_string(v) for v in variables)
-        out.append(f"daq = {{\n    inputs = {{ {lua_string(options.interface)} }},\n"
+        dirs = ""
+        if options.daq_module_dirs:
+            dirs = f"    module_dirs = {{ {', '.join(lua_string(str(d)) for d in options.daq_module_dirs)} }},\n"
+        out.append(f"daq = {{\n{dirs}    inputs = {{ {lua_string(options.interface)} }},\n"
                    f"    snaplen = {options.snaplen},\n"
                    f"    modules = {{ {{ name = {lua_string(options.daq_module)}, mode = 'passive', "
                    f"variables = {{ {var_list} }} }} }},\n"
