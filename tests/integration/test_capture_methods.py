@@ -1,7 +1,6 @@
 """Capture methods as an axis (issue 30 items 1, 2): every method of Suricata (af-packet, af-packet-v2,
-af-xdp, pcap) and Snort's afpacket DAQ exact on a shared capture (its pcap DAQ refused before any sample:
-it cannot be stopped on a quiet wire) — decoded == trace packets at
-zero drops —, each sample recording its method and effective options; and, under overload (a CPU quota
+af-xdp, pcap) and Snort's afpacket and pcap DAQs (the latter with idsbench's patched module: libdaq's own
+cannot be stopped on a quiet wire) exact on a shared capture — decoded == trace packets at zero drops —, each sample recording its method and effective options; and, under overload (a CPU quota
 of a tenth of a core and costly rules), the loss waterfall closing for every method: sent = decoded +
 every drop point, nothing unaccounted, each method's own drop points recorded.
 
