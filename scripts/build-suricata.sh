@@ -144,7 +144,7 @@ step() {  # step NAME CMD...: runs CMD with its output appended to the build log
 }
 
 t0=$(date +%s)
-log "building Suricata $version ($opt_label) into $prefix with $jobs jobs (about 4-5 min on 2 idle cores)"
+log "building Suricata $version ($opt_label) into $prefix with $jobs jobs (about 6-11 min on 2 cores)"
 if [ -d "$source" ]; then
   cp -a "$source" "$work/src"
 else
