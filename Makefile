@@ -25,7 +25,7 @@ native: venv
 snort: system
 	@bash scripts/build-snort.sh
 
-# Suricata 8.0.6 from ../shared/src, with rule profiling compiled in (scripts/build-suricata.sh; ~4-5 min
+# Suricata 8.0.6 from ../shared/src, with rule profiling compiled in (scripts/build-suricata.sh; ~6-11 min
 # on 2 idle cores): `sensor.engine = "suricata@8.0.6"` / "suricata@8.0.6+profiling"
 suricata-src: system
 	@bash scripts/build-suricata.sh --version 8.0.6 --options profiling

@@ -5,8 +5,8 @@
 #   ${IDSBENCH_CACHE:-~/.cache/idsbench}/suricata/<version>-<options>-<digest>/{bin/suricata,etc/suricata/...}
 #
 # <digest> is the build's cache key: the source archive's sha256, the configure flags, the compilers'
-# identity (cc, rustc, cargo, cbindgen versions) and this recipe's version; a change of any of them builds a
-# new tree beside the old one. `.built` (key=value lines, written last) marks a finished tree, so a second
+# identity (cc, rustc, cargo, cbindgen versions), the capture libraries' versions (libxdp, libbpf, libelf:
+# AF_XDP) and this recipe's version; a change of any of them builds a new tree beside the old one. `.built` (key=value lines, written last) marks a finished tree, so a second
 # call returns at once; the whole build log is kept as build.log beside it (also after a failure, as
 # <tree>.failed.log). Builds are serialised by a lock per cache.
 #
@@ -21,10 +21,12 @@
 #   IDSBENCH_CACHE         the idsbench cache (default: ~/.cache/idsbench)
 #   SURICATA_BUILD_JOBS    parallel compiler processes (default: nproc)
 # Build dependencies: the Debian packages in scripts/install-system.sh (`make system`); the Rust crates are
-# fetched by cargo from its configured registry during the build.
+# fetched by cargo from its configured registry during the build. Every build has AF_XDP capture (and
+# eBPF/XDP, like Debian's Suricata): configure would silently leave it out without libxdp-dev/libbpf-dev/
+# libelf-dev, so this script refuses to build without them and checks `suricata --build-info` afterwards.
 set -euo pipefail
 
-RECIPE=1  # bump when a change below alters the installed tree
+RECIPE=2  # bump when a change below alters the installed tree
 version=8.0.6
 source=""
 options=profiling
@@ -52,7 +54,7 @@ die() { echo "build-suricata: $*" >&2; exit 1; }
 IDSBENCH_SURICATA_SRC to the directory holding suricata-$version.tar.xz (see ../shared/src/README.md)"
 
 # Configure flags per option; the list is sorted so "a,b" and "b,a" are the same build.
-configure=(--disable-gccmarch-native --disable-suricata-update)
+configure=(--disable-gccmarch-native --disable-suricata-update --enable-af-xdp --enable-ebpf)
 opt_names=()
 for o in $(tr ',' '\n' <<<"$options" | sed '/^$/d' | sort -u); do
   case "$o" in
@@ -73,8 +75,14 @@ else
 fi
 compilers=$( { cc --version 2>/dev/null | head -1; rustc --version 2>/dev/null; cargo --version 2>/dev/null
                cbindgen --version 2>/dev/null; } | tr '\n' ';')
-digest=$( { echo "$src_sha"; echo "recipe=$RECIPE configure=${configure[*]}"; echo "$compilers"; } \
-          | sha256sum | cut -c1-12)
+# AF_XDP's libraries (pkg-config name -> Debian package): their versions are part of the build's identity
+declare -A xdp_pkgs=([libxdp]=libxdp-dev [libbpf]=libbpf-dev [libelf]=libelf-dev)
+xdp_libs=""
+for pc in libxdp libbpf libelf; do
+  xdp_libs+="$pc=$(pkg-config --modversion "$pc" 2>/dev/null || echo none);"
+done
+digest=$( { echo "$src_sha"; echo "recipe=$RECIPE configure=${configure[*]}"; echo "$compilers"
+            echo "$xdp_libs"; } | sha256sum | cut -c1-12)
 base=$cache/suricata
 prefix=$base/$version-$opt_label-$digest
 stamp=$prefix/.built
@@ -88,6 +96,9 @@ verify() {
   local out
   out=$("$prefix/bin/suricata" -V 2>&1) || die "$prefix/bin/suricata -V failed: $out"
   grep -q "version $version" <<<"$out" || die "$prefix/bin/suricata -V does not report $version: $out"
+  out=$("$prefix/bin/suricata" --build-info 2>&1) || die "$prefix/bin/suricata --build-info failed: $out"
+  grep -Eq "AF_XDP support: +yes" <<<"$out" || die "$prefix/bin/suricata --build-info does not say \
+'AF_XDP support: yes' (install libxdp-dev, libbpf-dev and libelf-dev with 'make system', then rebuild)"
 }
 
 if [ -f "$stamp" ]; then verify; echo "$prefix"; exit 0; fi
@@ -103,6 +114,10 @@ if [ -f "$stamp" ]; then verify; echo "$prefix"; exit 0; fi
 for tool in autoreconf libtoolize make cc pkg-config rustc cargo cbindgen; do
   command -v "$tool" >/dev/null || die "$tool is missing: install the build dependencies with \
 'make system' (scripts/install-system.sh)"
+done
+for pc in libxdp libbpf libelf; do
+  pkg-config --exists "$pc" || die "${xdp_pkgs[$pc]} is missing (pkg-config $pc): Suricata would be built \
+without AF_XDP; install the build dependencies with 'make system' (scripts/install-system.sh)"
 done
 
 work=$(mktemp -d "$base/.build-XXXXXX")
@@ -129,7 +144,7 @@ step() {  # step NAME CMD...: runs CMD with its output appended to the build log
 }
 
 t0=$(date +%s)
-log "building Suricata $version ($opt_label) into $prefix with $jobs jobs (about 4-5 min on 2 idle cores)"
+log "building Suricata $version ($opt_label) into $prefix with $jobs jobs (about 6-11 min on 2 cores)"
 if [ -d "$source" ]; then
   cp -a "$source" "$work/src"
 else
@@ -140,7 +155,16 @@ cd "$work/src"
 [ -x configure ] || step autogen ./autogen.sh
 step configure ./configure --prefix="$prefix" --sysconfdir="$prefix/etc" --localstatedir="$prefix/var" \
   "${configure[@]}"
-grep -E "Hyperscan support|Profiling rules enabled|Rust compiler" "$build_log" | sed 's/^ */build-suricata:   /' >&2 || true
+grep -E "AF_XDP support|eBPF support|Hyperscan support|Profiling rules enabled|Rust compiler" "$build_log" \
+  | sed 's/^ */build-suricata:   /' >&2 || true
+# configure drops AF_XDP silently when a library check fails: stop here rather than after the compile
+af_xdp=$(grep -m1 "AF_XDP support:" "$build_log" | awk '{print $NF}')
+if [ "$af_xdp" != yes ]; then
+  grep -E "checking (for xdp/xsk.h|for xsk_umem__create|for bpf/libbpf.h|for bpf_object__open|for elf_begin)" \
+    "$build_log" >&2 || true
+  die "configure left AF_XDP out (AF_XDP support: ${af_xdp:-?}): libxdp-dev, libbpf-dev and libelf-dev are \
+needed (the checks above say which failed); install them with 'make system' (scripts/install-system.sh)"
+fi
 step make make -j"$jobs"
 step install make install
 step install-conf make install-conf
@@ -162,6 +186,8 @@ cp "$build_log" "$prefix/build.log"
   echo "digest=$digest"
   echo "hyperscan=$hyperscan"
   echo "profiling_rules=$profiling"
+  echo "af_xdp=$af_xdp"
+  echo "capture_libs=$xdp_libs"
   echo "jobs=$jobs"
   echo "build_s=$((t1 - t0))"
   echo "installed_bytes=$size"

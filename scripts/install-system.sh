@@ -13,9 +13,10 @@ PKGS=(suricata tcpreplay iproute2 ethtool procps util-linux python3-venv python3
       libhwloc-dev libluajit-5.1-dev libpcap-dev libpcre2-dev libssl-dev zlib1g-dev liblzma-dev uuid-dev
       libhyperscan-dev libunwind-dev
       # Suricata 8 is built from ../shared/src (scripts/build-suricata.sh): Rust >= 1.75 (Debian 12's
-      # rustc-web/cargo-web), cbindgen and its C libraries
+      # rustc-web/cargo-web), cbindgen and its C libraries; libxdp/libbpf/libelf give it AF_XDP capture
+      # (and eBPF/XDP, as Debian's own Suricata has; no clang: no eBPF programs are compiled)
       rustc-web cargo-web cbindgen libjansson-dev libyaml-dev libcap-ng-dev libmagic-dev liblz4-dev
-      libnet1-dev)
+      libnet1-dev libxdp-dev libbpf-dev libelf-dev)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -1,10 +1,13 @@
 """Capture methods as an axis (issue 30 items 1, 2): every method of Suricata (af-packet, af-packet-v2,
-af-xdp, pcap) and Snort's afpacket and pcap DAQs (the latter with idsbench's patched module: libdaq's own
-cannot be stopped on a quiet wire) exact on a shared capture — decoded == trace packets at zero drops —, each sample recording its method and effective options; and, under overload (a CPU quota
+af-xdp, pcap), the distribution's 7.0 and the 8.0.6 source build (built with AF_XDP), and Snort's afpacket
+and pcap DAQs (the latter with idsbench's patched module: libdaq's own cannot be stopped on a quiet wire)
+exact on a shared capture — decoded == trace packets at zero drops —, each sample recording its method and
+effective options; and, under overload (a CPU quota
 of a tenth of a core and costly rules), the loss waterfall closing for every method: sent = decoded +
 every drop point, nothing unaccounted, each method's own drop points recorded.
 
-Needs root, tcpreplay/ip/ethtool/suricata, the Snort build (`make snort`) and ../shared/data/pcaps;
+Needs root, tcpreplay/ip/ethtool/suricata, the Suricata 8.0.6 build (`make suricata-src`; built on first
+use otherwise, ~10 min), the Snort build (`make snort`) and ../shared/data/pcaps;
 under CI=true / IDSBENCH_STRICT=1 anything missing fails."""
 
 from __future__ import annotations
@@ -67,19 +70,21 @@ def _exact(spec_doc: dict[str, object], tmp_path: Path, state_dir: Path) -> dict
         assert s.sensor.capture == s.case.capture and s.sensor.capture_options, key
         assert s.sensor.capture_drops and sum(v for k, v in s.sensor.capture_drops.items()
                                               if not k.endswith("ps_ifdrop")) == 0, key
-    rows = {r.params.capture: r.to_row() for r in case_table(load_campaign(out))}
-    assert all(r["capture"] == cap and r["capture_options"] for cap, r in rows.items()), rows
+    rows = {(r.params.engine, r.params.capture): r.to_row() for r in case_table(load_campaign(out))}
+    assert set(rows) == set(seen) and all(r["capture"] == key[1] and r["capture_options"]
+                                          for key, r in rows.items()), rows
     return seen
 
 
 def test_every_suricata_method_is_exact_on_a_shared_capture(tmp_path: Path, state_dir: Path):
     _needs()
     methods = ["af-packet", "af-packet-v2", "af-xdp", "pcap"]
+    engines = ["suricata", "suricata@8.0.6"]  # 7.0.10 and 8 (AF_XDP from libxdp/libbpf in its build)
     seen = _exact({**BASE, "name": "capture-suricata",
-                   "sensor": {"capture": methods, "ground_truth": False,
+                   "sensor": {"engine": engines, "capture": methods, "ground_truth": False,
                               "capture_options": {"pcap": {"buffer-size": 16 * 1024 * 1024}}}}, tmp_path, state_dir)
     packets = read_info(TRACE, cache_dir=tmp_path / "info").packets
-    assert seen == {("suricata", m): (packets, 0, m) for m in methods}, seen
+    assert seen == {(e, m): (packets, 0, m) for e in engines for m in methods}, seen
 
 
 def test_snorts_afpacket_and_pcap_daqs_are_exact(tmp_path: Path, state_dir: Path):

@@ -33,7 +33,9 @@ BUILD_OPTIONS = frozenset({"nohyperscan"})  # change the build
 _VERSION = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
 _SOURCE_VERSION = re.compile(r"suricata-(\d+\.\d+(?:\.\d+)?)(?:\.tar\.(?:xz|gz))?$")
 FAILED_LOG_LINES = 25
-# the built binary's runtime libraries (Debian 12 names): a container/VM image installs them
+# the built binary's runtime libraries (Debian 12 names): a container/VM image installs them. AF_XDP's
+# libxdp1, libbpf1 and libelf1 are not listed: every image holds the host's Suricata package, which depends
+# on them (listing them would change the images' cache key and rebuild them for nothing)
 RUNTIME_PACKAGES = ("libjansson4", "libyaml-0-2", "libpcap0.8", "libcap-ng0", "libmagic1", "liblz4-1",
                     "libnet1", "libpcre2-8-0", "zlib1g", "libhyperscan5", "libunwind8")
 
