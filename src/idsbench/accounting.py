@@ -8,6 +8,12 @@
                ring drops, AF_XDP's socket drops, libpcap's ps_drop, Snort's daq.dropped)─►
     decoded  (+ unprocessed: captured, still in the ring when the sensor stopped)
 
+Bypass (idsbench.bypass) is its own line, dropped by design, neither lost nor inspected: packets the XDP or
+eBPF filter dropped for a bypassed flow never reach the capture (between the NIC and `captured`), packets
+the stream engine skipped (local bypass) were captured and decoded, then not inspected; `decoded_pkts`
+here is what was inspected (decoded − locally bypassed). So sent = every loss + bypassed + unprocessed +
+decoded (+ unaccounted).
+
 `unaccounted` = sent − every loss − unprocessed − decoded: 0 on a setup where every counter is
 visible. A point that cannot be seen from the host (inside a VM guest, the path between the
 macvtap and the guest's capture) is listed in `invisible` and its loss lands in `unaccounted`.
@@ -41,6 +47,8 @@ class WaterfallInput:
     decoded: int = 0
     invisible: tuple[str, ...] = ()
     dropped_at_nic: int = 0        # of `dropped`, those the interface's rx_dropped counted too (native XDP)
+    bypassed: int = 0              # packets of bypassed flows not inspected (kernel filter + local)
+    bypassed_local: int = 0        # of `bypassed`, those captured and decoded first (local bypass)
 
 
 class Waterfall(BaseModel):
@@ -56,6 +64,7 @@ class Waterfall(BaseModel):
     loss_capture_pkts: int = 0
     unprocessed_pkts: int = 0
     decoded_pkts: int = 0
+    bypassed_pkts: int = 0          # dropped by design (bypassed flows): neither lost nor inspected
     unaccounted_pkts: int = 0
     invisible: tuple[str, ...] = ()
 
@@ -91,12 +100,15 @@ def waterfall(w: WaterfallInput) -> Waterfall:
         invisible = w.invisible
     # Softnet drops are host-wide: count only what the sensor side is missing.
     arrived = w.sent - loss_sender - loss_wire - loss_nic
-    loss_softnet = min(max(0, w.softnet_dropped), max(0, arrived - w.captured))
-    unaccounted = arrived - loss_softnet - w.captured
+    # Bypassed before the capture (the XDP/eBPF filter dropped them): arrived, never captured, not lost.
+    before_capture = max(0, w.bypassed - w.bypassed_local)
+    loss_softnet = min(max(0, w.softnet_dropped), max(0, arrived - before_capture - w.captured))
+    unaccounted = arrived - loss_softnet - before_capture - w.captured
     return Waterfall(
         sent=w.sent, loss_sender_pkts=loss_sender, loss_wire_pkts=loss_wire, loss_nic_pkts=loss_nic,
         loss_softnet_pkts=loss_softnet, loss_capture_pkts=w.dropped, unprocessed_pkts=unprocessed,
-        decoded_pkts=w.decoded, unaccounted_pkts=unaccounted, invisible=invisible,
+        decoded_pkts=w.decoded - w.bypassed_local, bypassed_pkts=w.bypassed, unaccounted_pkts=unaccounted,
+        invisible=invisible,
     )
 
 
@@ -107,4 +119,5 @@ def waterfall_of(sent: int, wire: WireRecord | None, counters: Counters, invisib
         impaired=wire.impaired if wire else False, sensor_rx_dropped=wire.sensor_rx_dropped if wire else 0,
         softnet_dropped=wire.softnet_dropped if wire else 0, captured=counters.captured_pkts,
         dropped=counters.dropped_pkts, decoded=counters.decoded_pkts, invisible=invisible,
-        dropped_at_nic=counters.dropped_at_nic_pkts))
+        dropped_at_nic=counters.dropped_at_nic_pkts, bypassed=counters.bypassed_pkts,
+        bypassed_local=counters.bypassed_local_pkts))

@@ -27,6 +27,10 @@ class Counters:
     # of dropped_pkts, those the sensor interface counted as its rx_dropped too (AF_XDP in native XDP mode:
     # a redirect that finds the socket's ring full); the waterfall books them once, at the capture
     dropped_at_nic_pkts: int = 0
+    # packets of bypassed flows (idsbench.bypass) the sensor did not inspect: dropped by design before the
+    # capture (the XDP or eBPF filter), plus those captured and decoded, then skipped (bypassed_local_pkts)
+    bypassed_pkts: int = 0
+    bypassed_local_pkts: int = 0
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from idsbench import capture, duet
+from idsbench import bypass, capture, duet
 from idsbench.errors import SpecError
 from idsbench.sensors import registry
 from idsbench.spec import Rate, Spec, parse_size
@@ -20,7 +20,7 @@ from idsbench.spec import Rate, Spec, parse_size
 # before the parameter existed stay the same).
 DIGEST_DEFAULTS: dict[str, object] = {"engine": "suricata", "sender": "tcpreplay", "config": "default",
                                       "rules": "default", "threads": None, "duet_side": None,
-                                      "capture": None}
+                                      "capture": None, "bypass": None}
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,7 @@ class Case:
     threads: int | str | None = None  # sensor.threads: a worker count, "auto", None = one per allocated CPU
     duet_side: str | None = None  # mode = "duet": "a" or "b" (idsbench.duet), None otherwise
     capture: str | None = None   # sensor.capture: the capture method (idsbench.capture); None: the engine's default
+    bypass: str | None = None    # sensor.bypass: the flow bypass mode (idsbench.bypass); None: off
     samples: tuple[Sample, ...] = field(default=(), compare=False)
 
     @property
@@ -77,6 +78,7 @@ class Case:
             "threads": self.threads,
             "duet_side": self.duet_side,
             "capture": self.capture,
+            "bypass": self.bypass,
         }
 
     @property
@@ -100,6 +102,8 @@ class Case:
             parts.append(f"t{_slug(str(self.threads))}")
         if self.capture is not None:
             parts.append(f"cap_{_slug(self.capture)}")
+        if self.bypass is not None:
+            parts.append(f"byp_{_slug(self.bypass)}")
         if self.duet_side is not None:
             parts.append(f"duet_{self.duet_side}")
         return "-".join(parts) + f"-{digest}"
@@ -129,6 +133,7 @@ def check_names(spec: Spec) -> None:
                         fix=f"use {', '.join(KINDS)}.")
     capture.check(spec.sensor.engine, spec.sensor.capture, spec.sensor.capture_options,
                   spec.sensor.capture_method)
+    bypass.check(spec.sensor.engine, spec.sensor.bypass, spec.sensor.capture, spec.setup.kinds)
     tables = [k for k, value in spec.sensor.set.items() if isinstance(value, dict) and k not in registry.names()]
     if tables:
         raise SpecError(f"[sensor.set.{tables[0]}] names no engine; a table under sensor.set holds one engine's "
@@ -137,7 +142,7 @@ def check_names(spec: Spec) -> None:
 
 def plan(spec: Spec) -> list[Case]:
     """Cartesian product of the spec's axes, in a stable order: engine outermost, then config, sender,
-    setup, cpus, memory, trace, rate, replayers, rules, threads, and capture innermost (a trace that names its own
+    setup, cpus, memory, trace, rate, replayers, rules, threads, capture, and bypass innermost (a trace that names its own
     rules has that one ruleset instead of the sensor.rules axis)."""
     check_names(spec)
     duet.check_spec(spec)
@@ -147,11 +152,12 @@ def plan(spec: Spec) -> list[Case]:
         spec.setup.memory, spec.trace_rulesets(), spec.traffic.rate, spec.traffic.replayers,
     )
     for engine, config, sender, setup, cpus, memory, (trace, rulesets), rate, replayers in axes:
-        for (rules, _), threads, method in itertools.product(rulesets, spec.sensor.threads, spec.sensor.capture):
+        for (rules, _), threads, method, byp in itertools.product(rulesets, spec.sensor.threads, spec.sensor.capture,
+                                                                   spec.sensor.bypass):
             case = Case(trace=trace, replayers=replayers, rate=rate, loops=spec.traffic.loops,
                         setup=setup, cpus=cpus, memory=memory, flows=spec.traffic.flows,
                         duration_s=spec.traffic.duration_s, engine=engine, sender=sender, config=config,
-                        rules=rules, threads=threads, capture=method)
+                        rules=rules, threads=threads, capture=method, bypass=byp)
             samples = tuple(Sample(case.case_id, k) for k in range(spec.samples))
             cases.append(dataclasses.replace(case, samples=samples))
     if spec.mode == "duet":

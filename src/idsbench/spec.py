@@ -201,6 +201,8 @@ class Sensor(_Frozen):
     capture: list[str | None] = Field(default_factory=lambda: list[str | None]([None]), min_length=1)
     # the methods' options: plain keys for every method of the axis, a table per method for its own
     capture_options: dict[str, Scalar | dict[str, Scalar]] = Field(default_factory=dict)
+    # flow bypass (idsbench.bypass): "off", "local", "xdp", "ebpf", or a list (an axis); None: "off"
+    bypass: list[str | None] = Field(default_factory=lambda: list[str | None]([None]), min_length=1)
 
     @model_serializer(mode="wrap")
     def _without_unset_threads(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:  # Any: pydantic's dump
@@ -213,6 +215,8 @@ class Sensor(_Frozen):
             data.pop("capture")
         if not data.get("capture_options"):
             data.pop("capture_options", None)
+        if data.get("bypass") == [None]:
+            data.pop("bypass")
         return data
 
     @field_validator("capture", mode="before")
@@ -223,6 +227,11 @@ class Sensor(_Frozen):
             if c is not None and (not isinstance(c, str) or not re.fullmatch(r"[a-z0-9][a-z0-9-]*", c)):
                 raise ValueError(f"capture = {c!r} is not a capture method name (e.g. \"af-packet\", \"pcap\")")
         return values
+
+    @field_validator("bypass", mode="before")
+    @classmethod
+    def _bypass_list(cls, v: Any) -> Any:
+        return v if isinstance(v, list) else [v]
 
     @field_validator("threads", mode="before")
     @classmethod

@@ -126,8 +126,11 @@ def capture_fields(cs: CaseSamples) -> dict[str, object]:
         return {"capture": cs.info.params.capture}
     names = sorted({k for s in cs.used for k in s.summary.sensor.capture_drops})
     drops = {n: median([s.summary.sensor.capture_drops.get(n, 0) for s in cs.used]) for n in names}
+    byp = next((s.bypass for s in recorded if s.bypass is not None), None)
+    bypass = {"bypass": byp, "bypass_settings": dict(next(s.bypass_settings for s in recorded if s.bypass == byp))} \
+        if byp is not None else {}
     return {"capture": recorded[0].capture, "capture_options": dict(recorded[0].capture_options),
-            "capture_drops": drops}
+            "capture_drops": drops, **bypass}
 
 
 def phase_medians(cs: CaseSamples) -> dict[str, float]:

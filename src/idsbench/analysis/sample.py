@@ -145,6 +145,7 @@ class SampleFigures:
     loss_capture_pkts: float | None = None
     unprocessed_pkts: float | None = None
     unaccounted_pkts: float | None = None
+    bypassed_pkts: float | None = None          # dropped by design: packets of bypassed flows (idsbench.bypass)
     alert_recall: float | None = None
     alerts_extra: float | None = None
     overhead_s: float | None = None            # wall time beyond the replay (the sample's fixed cost)
@@ -192,7 +193,7 @@ def _waterfall_figures(s: SampleSummary) -> dict[str, float | None]:
     return {"loss_sender_pkts": wf.loss_sender_pkts, "loss_wire_pkts": wf.loss_wire_pkts,
             "loss_nic_pkts": wf.loss_nic_pkts, "loss_softnet_pkts": wf.loss_softnet_pkts,
             "loss_capture_pkts": wf.loss_capture_pkts, "unprocessed_pkts": wf.unprocessed_pkts,
-            "unaccounted_pkts": wf.unaccounted_pkts}
+            "unaccounted_pkts": wf.unaccounted_pkts, "bypassed_pkts": wf.bypassed_pkts}
 
 
 def _recall_figures(s: SampleSummary, truth: GroundTruth | None) -> dict[str, float | None]:

@@ -22,10 +22,12 @@ from idsbench.errors import EnvironmentMissing
 SRC = Path(__file__).resolve().parent / "src"  # package data (pyproject: native/src/*)
 CFLAGS = ("-O2", "-g", "-Wall", "-Wextra", "-std=gnu11")
 # Extra compiler/linker flags per program (every native/src/<name>.c is a program).
-# ibsynth is a shared library (loaded with ctypes), not a program. ibcapture and ibtick are static: the
-# capture engine mounts them into containers and VM guests as they are, whatever C library the image has.
+# ibsynth is a shared library (loaded with ctypes), not a program; ibmemlock one Suricata preloads (bypass).
+# ibcapture and ibtick are static: the capture engine mounts them into containers and VM guests as they are,
+# whatever C library the image has.
 EXTRA_FLAGS: dict[str, tuple[str, ...]] = {"ibreplay": ("-pthread", "-lm"), "ibtrace": ("-lm",),
                                            "ibsynth": ("-shared", "-fPIC"), "ibcapture": ("-pthread", "-static"),
+                                           "ibmemlock": ("-shared", "-fPIC", "-ldl"),
                                            "ibtick": ("-static",),
                                            "ibtimer": ("-static",), "ibtsc": ("-static",)}
 

@@ -103,7 +103,8 @@ def with_capture(options: SensorOptions, spec: Spec, case: Case) -> SensorOption
     `capture_options` that apply to it (idsbench.capture)."""
     method = capture.method_of(case.engine, case.capture, spec.sensor.capture_method)
     opts = capture.options_for(method, spec.sensor.capture_options)
-    return dataclasses.replace(options, capture=case.capture, capture_options=tuple(sorted(opts.items())))
+    return dataclasses.replace(options, capture=case.capture, capture_options=tuple(sorted(opts.items())),
+                               bypass=case.bypass)
 
 
 def case_facts(ctx: CampaignContext, case: Case, available: Sequence[int]) -> RunFacts:

@@ -119,6 +119,10 @@ def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path
         engine.require()
         for method in spec.sensor.capture:  # e.g. AF_XDP on a build without it: refused before any sample
             engine.check_capture(method)
+        check_bypass = getattr(engine, "check_bypass", None)  # engines with a flow bypass (idsbench.bypass)
+        if callable(check_bypass):
+            for mode in spec.sensor.bypass:
+                check_bypass(mode)  # e.g. eBPF on a build without it; builds the programs before any sample
         engines[name] = engine
         options.update(engine_options(spec, name, engine, lambda ref: str(spec.resolve_path(ref))))
         for ruleset, refs in spec.rulesets_used().items():  # the rules axis and every trace's own rules

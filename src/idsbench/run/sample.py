@@ -149,9 +149,12 @@ class SampleRun:
                 integrity = ArtifactIntegrity(path=str(log.path), lines=log.lines,
                                               corrupt_lines=log.corrupt_lines, truncated_tail=log.truncated_tail)
             method, capture_options, capture_drops = run.capture_info()
+            bypass_info = getattr(run, "bypass_info", None)  # engines with a flow bypass (idsbench.bypass)
+            bypass, bypass_settings = bypass_info() if bypass_info is not None else (None, {})
             sensor = SensorRecord(engine=self.engine.name, version=ctx.engine_versions[case.engine],
                                   capture=method, capture_options=capture_options,
                                   capture_drops=capture_drops if counters else {},
+                                  bypass=bypass, bypass_settings=bypass_settings,
                                   counters=counters or Counters(), degraded=run.degraded() if counters else {},
                                   alerts_by_sid=run.alerts_by_signature() if counters else {},
                                   errors=tuple(run.errors()[:50]), threads=run.worker_threads(),
@@ -193,7 +196,8 @@ class SampleRun:
         def r6(x: float | None) -> float | None:
             return None if x is None else round(x, 6)
         raw = SensorCostRecord(
-            cpu_s=0.0, processed_pkts=counters.decoded_pkts,
+            # with a kernel-side bypass, per packet that reached the sensor: the filter's drops too
+            cpu_s=0.0, processed_pkts=counters.decoded_pkts + counters.bypassed_pkts - counters.bypassed_local_pkts,
             instructions=pmu.instructions if pmu else None, cycles=pmu.cycles if pmu else None,
             pmu=None if pmu else (pmu_missing() or "not counted"),
             definition="quiet-idle" if self.deps.bench_old_cost else cpucost.USED,

@@ -51,7 +51,7 @@ from idsbench.setups.registry import make_setup
 from idsbench.store.layout import MONITOR_FILE
 from idsbench.store.schema import Placement, WireRecord
 from idsbench.teardown import TeardownStack
-from idsbench.wire.netns import NamespaceWire, WireEnds, impair, mtu_for
+from idsbench.wire.netns import NamespaceWire, WireEnds, XdpResource, impair, mtu_for
 from idsbench.wire.nic import NicWire
 
 Phase = Callable[[str], None]
@@ -255,6 +255,8 @@ class SensorSession:
         self.monitor.start()
         self.phase("sensor start")
         self.timeline.enter("sensor_start")
+        if rf.options.bypass == "xdp":  # Suricata's XDP filter: detached at teardown, also after a SIGKILL
+            self.stack.push(XdpResource(setup.capture_interface(), wire.sensor_ns))
         child = self.child = setup.launch(run.argv, stdout=self.sample_dir / "stdout.txt")
         # A sensor stuck at its memory limit may stall in reclaim instead of being OOM-killed:
         # the wait ends once its group sat there for a few seconds (cgroups.StarvationWatch).

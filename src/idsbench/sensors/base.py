@@ -53,6 +53,7 @@ class SensorOptions:
     threads: int | None = None
     capture: str | None = None  # sensor.capture: the method (idsbench.capture); None: the engine's default
     capture_options: tuple[tuple[str, Scalar], ...] = ()  # the spec's options that apply to that method
+    bypass: str | None = None  # sensor.bypass: the flow bypass mode (idsbench.bypass); None: off
 
     @property
     def override_map(self) -> dict[str, str]:

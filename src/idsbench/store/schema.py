@@ -46,6 +46,7 @@ class CaseParams(Record):
     threads: int | str | None = None  # sensor.threads: a worker count, "auto"; None: one per allocated CPU
     duet_side: str | None = None  # mode = "duet": the side ("a" or "b") this case is (idsbench.duet)
     capture: str | None = None  # sensor.capture: the capture method asked (None: the engine's default)
+    bypass: str | None = None  # sensor.bypass: the flow bypass mode asked (None: off)
 
 
 class PlannedCase(CaseParams):
@@ -138,6 +139,8 @@ class SensorRecord(Record):
     capture: str | None = None  # the capture method it read the wire with (idsbench.capture)
     capture_options: dict[str, str | int | float | bool] = Field(default_factory=dict)  # effective, defaults written out
     capture_drops: dict[str, int] = Field(default_factory=dict)  # the method's own drop points (last stats record)
+    bypass: str | None = None  # the flow bypass mode it ran (idsbench.bypass; None: an engine without one)
+    bypass_settings: dict[str, str | int | float | bool] = Field(default_factory=dict)  # effective, written out
 
 
 class ArtifactIntegrity(Record):
@@ -503,6 +506,8 @@ CASE_METRICS = ("trace_pkts", "sent_pkts", "captured_pkts", "dropped_pkts", "dec
                 # the loss waterfall: where packets were lost (accounting.py)
                 "loss_sender_pkts", "loss_wire_pkts", "loss_nic_pkts", "loss_softnet_pkts", "loss_capture_pkts",
                 "unprocessed_pkts", "unaccounted_pkts",
+                # dropped by design: packets of bypassed flows, neither lost nor inspected (idsbench.bypass)
+                "bypassed_pkts",
                 # detection under load, against the offline ground truth (when there is one)
                 "alert_recall", "alerts_extra",
                 # the sample's wall time beyond its replay (SampleSummary.overhead_s)
@@ -555,6 +560,8 @@ class CaseResult(Record):
     capture: str | None = None  # the capture method its sensor read the wire with (asked, else the engine's default)
     capture_options: dict[str, str | int | float | bool] = Field(default_factory=dict)  # effective, defaults written out
     capture_drops: dict[str, Number | None] = Field(default_factory=dict)  # per drop point of the method: median
+    bypass: str | None = None  # the flow bypass mode its sensor ran (asked, else "off")
+    bypass_settings: dict[str, str | int | float | bool] = Field(default_factory=dict)  # effective, written out
     # each metric's per-sample values (ok samples, in sample order): what effect sizes resample
     # (analysis.effect); not part of `to_row()`
     values: dict[str, tuple[float | None, ...]] = Field(default_factory=dict)
@@ -574,6 +581,8 @@ class CaseResult(Record):
         out["capture"] = self.capture if self.capture is not None else self.params.capture
         out["capture_options"] = dict(self.capture_options)
         out["waterfall_capture"] = {k: _tidy(v) for k, v in sorted(self.capture_drops.items())}
+        out["bypass"] = self.bypass if self.bypass is not None else (self.params.bypass or "off")
+        out["bypass_settings"] = dict(self.bypass_settings)
         if self.duet_side is not None:
             out.update({"duet_side": self.duet_side, "duet_pair": self.duet_pair})
         return out

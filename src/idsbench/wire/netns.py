@@ -70,6 +70,26 @@ class LinkResource:
         return f"link {self.name}" + (f" in netns {self.netns}" if self.netns else "")
 
 
+@resource_kind
+@dataclass(frozen=True)
+class XdpResource:
+    """An XDP program a sensor attaches to a link (Suricata's bypass filter, idsbench.bypass): detached at
+    teardown, also when the sensor was killed before it could detach it itself."""
+
+    kind: ClassVar[str] = "xdp"
+    link: str
+    netns: str | None = None
+
+    def undo(self) -> None:
+        if self.netns and not (NETNS_DIR / self.netns).exists():
+            return  # the namespace went first, and its links with it
+        proc.run(["ip", *(["-n", self.netns] if self.netns else []), "link", "set", "dev", self.link, "xdp", "off"],
+                 timeout=30, check=False)
+
+    def describe(self) -> str:
+        return f"xdp program on {self.link}" + (f" in netns {self.netns}" if self.netns else "")
+
+
 def add_netns(stack: TeardownStack, name: str) -> None:
     """`ip netns add NAME` (registered), quiet: IPv6 off (no RS/DAD chatter), lo up."""
     proc.run(["ip", "netns", "add", name])

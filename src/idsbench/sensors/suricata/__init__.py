@@ -7,6 +7,7 @@ proc.Supervisor), which prefixes `ip netns exec NS` when the sensor lives in a n
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -19,11 +20,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from idsbench import proc
+from idsbench import native, proc, settings
+from idsbench.bypass import PROGRAMS
+from idsbench.bypass import settings as bypass_settings
 from idsbench.capture import Scalar, xdp_drops_at_nic
 from idsbench.errors import EnvironmentMissing, InputError, SensorFailed, SpecError
 from idsbench.sensors import rulesets
 from idsbench.sensors.base import CounterPoint, Counters, EventLogIntegrity, SensorOptions
+from idsbench.sensors.suricata import ebpf
 from idsbench.sensors.suricata import log as slog
 from idsbench.sensors.suricata.config import (
     CAPTURE_FLAGS,
@@ -86,7 +90,18 @@ def counters_from_stats(stats: Mapping[str, Any], drops_at_nic: bool = False) ->
         flows=_int(flows),
         invalid_pkts=_int(_get(stats, "decoder", "invalid")),
         decoder_events=_sum_leaves(_get(stats, "decoder", "event")),
+        **bypassed_from_stats(stats),
     )
+
+
+def bypassed_from_stats(stats: Mapping[str, Any]) -> dict[str, int]:
+    """Packets of bypassed flows (idsbench.bypass): `flow_bypassed.local_pkts` (captured and decoded, then
+    skipped by the stream engine's bypass), `local_capture_pkts` (seen by Suricata after it handed the flow
+    to the kernel filter, before the filter took over) and `pkts` (dropped by the XDP/eBPF filter: read
+    from its flow table by the flow manager). The first two were decoded; the last never reached the
+    capture."""
+    local = _int(_get(stats, "flow_bypassed", "local_pkts")) + _int(_get(stats, "flow_bypassed", "local_capture_pkts"))
+    return {"bypassed_pkts": local + _int(_get(stats, "flow_bypassed", "pkts")), "bypassed_local_pkts": local}
 
 
 def capture_drops_from_stats(method: str, stats: Mapping[str, Any]) -> dict[str, int]:
@@ -136,6 +151,8 @@ class SuricataRun:
     console_path: Path  # where the runner is expected to put stdout/stderr (stdout.txt)
     capture: str = "af-packet"  # the capture method (idsbench.capture)
     capture_options: dict[str, Scalar] = field(default_factory=dict)  # effective, defaults written out
+    bypass: str = "off"  # the flow bypass mode (idsbench.bypass)
+    bypass_settings: dict[str, Scalar] = field(default_factory=dict)  # its settings, written out
     last_eve_scan: EveScan | None = field(default=None, repr=False)
     _last_stats: dict[str, Any] | None = field(default=None, repr=False)  # Any: Suricata's eve JSON as it wrote it
     _tail: FileTail = field(init=False, repr=False)
@@ -231,6 +248,10 @@ class SuricataRun:
             self.counter_series()
         return self.capture, dict(self.capture_options), capture_drops_from_stats(self.capture,
                                                                                    self._last_stats or {})
+
+    def bypass_info(self) -> tuple[str, dict[str, Scalar]]:
+        """The flow bypass mode and its effective settings (idsbench.bypass)."""
+        return self.bypass, dict(self.bypass_settings)
 
     def counter_series(self) -> list[CounterPoint]:
         """One point per eve stats record (empty when eve.json does not exist yet)."""
@@ -385,6 +406,7 @@ class Suricata:
             "hyperscan": (field_("Hyperscan support:") or "").startswith("yes"),
             "af_packet": (field_("AF_PACKET support:") or "").startswith("yes"),
             "af_xdp": (field_("AF_XDP support:") or "").startswith("yes"),
+            "ebpf": (field_("eBPF support:") or "").startswith("yes"),
             "sysconfdir": (field_("Configuration directory:") or "/etc/suricata/").rstrip("/"),
             "datarootdir": field_("--datarootdir") or "/usr/share",
         }
@@ -397,6 +419,18 @@ class Suricata:
                             fix="use a Suricata built with libxdp and libbpf (Debian's 7.0 package is; for the "
                                 "source build: scripts/install-system.sh installs libxdp-dev and libbpf-dev, "
                                 "then rebuild), or drop \"af-xdp\" from sensor.capture.")
+
+    def check_bypass(self, mode: str | None) -> None:
+        """SpecError / EnvironmentMissing when this build cannot bypass with `mode` (idsbench.bypass): the
+        kernel-side modes need eBPF support (`--build-info`) and programs built from Suricata's sources."""
+        if mode not in PROGRAMS:
+            return
+        if not self.build_info().get("ebpf"):
+            raise SpecError(f"sensor.bypass = {mode!r}: {self.binary} (Suricata {self.version()}) was built without "
+                            "eBPF support (`suricata --build-info`: eBPF support: no).",
+                            fix="use a Suricata built with libbpf (Debian's 7.0 package is), or bypass = \"local\".")
+        ebpf.program(PROGRAMS[mode].removesuffix(".bpf"), settings.cache_dir())
+        native.program("ibmemlock")
 
     # --- rules ------------------------------------------------------------------------------
     def bundled_rules(self) -> list[Path]:
@@ -428,7 +462,7 @@ class Suricata:
         return self.prepare_config(run_dir, interface, list(options.rules), options.override_map,
                                    options.stats_interval_s, threads=options.threads, mtu=mtu,
                                    overlay=options.config_overlay, capture=options.capture or "af-packet",
-                                   capture_options=dict(options.capture_options))
+                                   capture_options=dict(options.capture_options), bypass=options.bypass or "off")
 
     def prepare_config(
         self,
@@ -443,16 +477,22 @@ class Suricata:
         overlay: Path | None = None,
         capture: str = "af-packet",
         capture_options: Mapping[str, Scalar] | None = None,
+        bypass: str = "off",
     ) -> SuricataRun:
-        """`prepare` with every knob explicit (tests use threads and cluster_id)."""
+        """`prepare` with every knob explicit (tests use threads and cluster_id). A kernel-side bypass
+        ("xdp", "ebpf") loads its program built from Suricata's sources (sensors/suricata/ebpf.py) and
+        starts Suricata with the memlock shim preloaded (native/src/ibmemlock.c)."""
         _check_overrides(overrides)
         run_dir = Path(run_dir).resolve()
         run_dir.mkdir(parents=True, exist_ok=True)
         paths = RunPaths(run_dir)
+        program = str(ebpf.program(PROGRAMS[bypass].removesuffix(".bpf"), settings.cache_dir())) \
+            if bypass in PROGRAMS else None
         cfg = render_config(
             load_default_config(self.default_config), paths, interface, rules,
             stats_interval_s, threads=threads, mtu=mtu, cluster_id=cluster_id,
             config_dir=self.default_config.parent, capture=capture, capture_options=capture_options,
+            bypass=bypass, bypass_program=program,
         )
         cid = cluster_id if cluster_id is not None else cluster_id_for(paths.run_dir)
         _, effective = capture_section(capture, interface, threads, cid, max_frame_for(mtu), capture_options or {})
@@ -462,6 +502,8 @@ class Suricata:
             self.binary, "-c", str(paths.yaml), f"{CAPTURE_FLAGS[capture]}={interface}",
             "-l", str(run_dir), "--pidfile", str(paths.pid),
         ]
+        if program is not None:  # Suricata's own RLIMIT_MEMLOCK raise fails without CAP_SYS_RESOURCE
+            argv = ["env", f"LD_PRELOAD={native.program('ibmemlock')}", *argv]
         if overlay is not None:
             argv += ["--include", str(Path(overlay).resolve())]
         for k, v in overrides.items():
@@ -469,14 +511,15 @@ class Suricata:
         return SuricataRun(
             argv=argv, log_dir=run_dir, eve_path=paths.eve, log_path=paths.log,
             yaml_path=paths.yaml, pid_path=paths.pid, console_path=run_dir / "stdout.txt",
-            capture=capture, capture_options=effective,
+            capture=capture, capture_options=effective, bypass=bypass,
+            bypass_settings=bypass_settings(bypass, program),
         )
 
     def offline_alerts(self, pcap: Path, options: SensorOptions, workdir: Path,
                        timeout_s: float = CONFIG_TEST_TIMEOUT_S) -> dict[int, int]:
         """Alerts per sid when Suricata reads `pcap` offline with the run's rules and config (`-r`,
         every packet processed: the ground truth of detection)."""
-        run = self.prepare(Path(workdir), "lo", options)
+        run = self.prepare(Path(workdir), "lo", dataclasses.replace(options, bypass=None))
         args = [a for a in run.argv[1:] if not a.endswith("=lo")] + ["-r", str(pcap), "--runmode", "single"]
         cp = self._run(args, timeout=timeout_s)
         if cp.returncode != 0:

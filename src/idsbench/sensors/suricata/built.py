@@ -93,9 +93,9 @@ class BuiltSuricata(Suricata):
     def prepare_config(self, run_dir: Path, interface: str, rules: Sequence[Path], overrides: Mapping[str, str],
                        stats_interval_s: int, threads: int | None = None, mtu: int | None = None,
                        cluster_id: int | None = None, overlay: Path | None = None, capture: str = "af-packet",
-                       capture_options: Mapping[str, Scalar] | None = None) -> SuricataRun:
+                       capture_options: Mapping[str, Scalar] | None = None, bypass: str = "off") -> SuricataRun:
         if self.ref.profiling:
             overrides = {**dict(PROFILING_SETTINGS), **overrides}
         return super().prepare_config(run_dir, interface, rules, overrides, stats_interval_s, threads=threads,
                                       mtu=mtu, cluster_id=cluster_id, overlay=overlay, capture=capture,
-                                      capture_options=capture_options)
+                                      capture_options=capture_options, bypass=bypass)

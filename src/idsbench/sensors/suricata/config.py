@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from idsbench.bypass import settings as bypass_settings
 from idsbench.capture import Scalar, effective_options
 from idsbench.errors import EnvironmentMissing
 
@@ -133,9 +134,12 @@ def render_config(
     config_dir: Path = DEFAULT_CONFIG.parent,
     capture: str = "af-packet",
     capture_options: Mapping[str, Scalar] | None = None,
+    bypass: str = "off",
+    bypass_program: str | None = None,
 ) -> SuricataYaml:
     """Return a new config dict: `base` with outputs, logging, capture and rules replaced (`capture`:
-    the method, idsbench.capture; `capture_section` says which options its section gets)."""
+    the method, idsbench.capture; `capture_section` says which options its section gets; `bypass`: the
+    flow bypass mode, idsbench.bypass, `bypass_program` the eBPF object its kernel-side modes load)."""
     if stats_interval_s < 1:
         raise ValueError("stats_interval_s must be >= 1 (Suricata counts it in whole seconds)")
     cfg = dict(base)
@@ -168,6 +172,7 @@ def render_config(
         cfg["default-packet-size"] = max_frame
     cid = cluster_id if cluster_id is not None else cluster_id_for(paths.run_dir)
     section, _ = capture_section(capture, interface, threads, cid, max_frame, capture_options or {})
+    apply_bypass(cfg, section[0], bypass, bypass_program)
     cfg[_SECTION[capture]] = section
     # AF_XDP: Suricata 7 and 8 size "threads" by the interface's RSS queues, which a veth does not report
     # (0 queues: no worker at all); the single runmode starts the one capture thread regardless
@@ -229,6 +234,21 @@ def capture_section(method: str, interface: str, threads: int | None, cluster_id
         pcap["snaplen"] = max_frame
     eff["threads"] = 1
     return [pcap, {"interface": "default"}], eff
+
+
+def apply_bypass(cfg: SuricataYaml, iface: SuricataYaml, mode: str, program: str | None) -> dict[str, Scalar]:
+    """Write the bypass `mode`'s settings (idsbench.bypass.settings) into `cfg` (its stream section) and
+    `iface` (the capture interface's entry); returns them. Every mode pins `stream.bypass` and the stream
+    depth, so off and on run the same depth."""
+    eff = bypass_settings(mode, program)
+    stream = dict(cfg.get("stream") or {})
+    stream["bypass"] = bool(eff["stream.bypass"])
+    stream["reassembly"] = {**dict(stream.get("reassembly") or {}), "depth": eff["stream.reassembly.depth"]}
+    cfg["stream"] = stream
+    for key, value in eff.items():
+        if key.startswith("af-packet."):
+            iface[key.removeprefix("af-packet.")] = value
+    return eff
 
 
 def dump_config(cfg: SuricataYaml) -> str:

@@ -242,6 +242,19 @@ def bulk(ctx: Ctx, t0: int, marker: bytes | None) -> int:
     return SID_TCP if marker else 0
 
 
+def download(ctx: Ctx, t0: int, marker: bytes | None) -> int:
+    """An elephant: one HTTP GET of a large object (megabytes) on a fast path; the marker in the request
+    header, so it is seen before any stream depth is reached (HTTP is parsed, so a sensor's reassembly
+    follows the transfer to its depth: what stream bypass needs)."""
+    conn = ctx.tcp("web", 80, t0, ctx.lognorm(400, 0.4, 100, 900))
+    conn.handshake()
+    size = ctx.object_size(4_000_000, 0.5, 400_000_000, fill_below=2_000_000)
+    conn.request_response(apps.http_request(ctx.rng, apps.hostname(ctx.rng), marker),
+                          apps.http_response(ctx.pool, size), ctx.rng.randint(1, 10) * MS)
+    ctx.finish(conn)
+    return SID_TCP if marker else 0
+
+
 def tiny(ctx: Ctx, t0: int, marker: bytes | None) -> int:
     """A chatty TCP request/response protocol with very small messages (e.g. a cache or RPC)."""
     conn = ctx.tcp("web", 6379, t0, 100)
@@ -260,4 +273,5 @@ def tiny(ctx: Ctx, t0: int, marker: bytes | None) -> int:
 FlowFn = Callable[[Ctx, int, bytes | None], int]
 FLOW_TYPES: dict[str, FlowFn] = {
     "http": http, "tls": tls, "dns": dns, "icmp": icmp, "smtp": smtp, "ssh": ssh, "bulk": bulk, "tiny": tiny,
+    "download": download,
 }

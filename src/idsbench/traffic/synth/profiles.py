@@ -30,4 +30,9 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
             pkts_per_flow=40),
     Profile("bulk", "elephant flows: a few long TCP transfers of large segments",
             {"bulk": 1.0}, rate_pps=20_000, duration_s=5.0, marker_rate=0.5, pkts_per_flow=3_100),
+    # a few HTTP downloads of megabytes carry most packets (parsed by the sensor, so its reassembly reaches
+    # the stream depth: what stream bypass needs), beside many small flows; markers in both kinds
+    Profile("elephants", "a few long HTTP downloads carrying most packets, plus many small HTTP, DNS and "
+            "chatty TCP flows", {"download": 0.03, "http": 0.3, "dns": 0.4, "tiny": 0.27}, rate_pps=20_000,
+            duration_s=5.0, marker_rate=0.1, pkts_per_flow=130),
 )}
