@@ -16,7 +16,9 @@ PKGS=(suricata tcpreplay iproute2 ethtool procps util-linux python3-venv python3
       # rustc-web/cargo-web), cbindgen and its C libraries; libxdp/libbpf/libelf give it AF_XDP capture
       # (and eBPF/XDP, as Debian's own Suricata has; no clang: no eBPF programs are compiled)
       rustc-web cargo-web cbindgen libjansson-dev libyaml-dev libcap-ng-dev libmagic-dev liblz4-dev
-      libnet1-dev libxdp-dev libbpf-dev libelf-dev)
+      libnet1-dev libxdp-dev libbpf-dev libelf-dev
+      # Suricata's XDP/eBPF bypass programs, built from its sources (idsbench/sensors/suricata/ebpf.py)
+      clang llvm)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -94,6 +94,7 @@ REGISTRY: dict[str, Metric] = {m.key: m for m in (
     _m("loss_capture_pkts", "lost at capture pkts", _PKTS, digits=0, better="lower"),
     _m("unprocessed_pkts", "unprocessed pkts", _PKTS, digits=0, better="lower"),
     _m("unaccounted_pkts", "unaccounted pkts", _PKTS, digits=0, better="lower"),
+    _m("bypassed_pkts", "bypassed pkts", _PKTS, digits=0),  # dropped by design (idsbench.bypass): no better side
     _m("alert_recall", "alert recall", "share", digits=3, better="higher"),
     _m("alerts_extra", "extra alerts", "alerts", digits=0),
     # the sensor's cost per packet (issue 20): CPU time, and instructions/cycles where the PMU is visible

@@ -124,7 +124,7 @@ def test_the_row_keeps_the_keys_and_order_of_the_results_contract() -> None:
                     "search_verified", "ndr_sensor_us_per_pkt", "pdr", "engine_version", "rules_total",
                     "rules_loaded", "rules_loaded_share", "common_rules", "alerts_common_rules",
                     "alerts_common_rules_ci", "alerts_by_sid", "capture", "capture_options", "waterfall_capture",
-                    "warnings"]   # ndr_replayers: a replayers search only
+                    "bypass", "bypass_settings", "warnings"]   # ndr_replayers: a replayers search only
     assert row["ndr_bracket"] == [9000.0, 9400.0] and row["pdr"] == {"0.01": 9500.0}
     assert row["alerts_by_sid"] == {"1000": 3, "2200003": 1.5}   # sid order, counts as the medians print
     assert json.loads(json.dumps(row)) == row
@@ -134,7 +134,8 @@ def test_the_row_keeps_the_keys_and_order_of_the_results_contract() -> None:
                                 "min_cpus", "min_cpus_bracket", "search_verified"]
     plain = list(_row_result().to_row())   # not searched, engines not compared: those keys are absent
     assert plain[plain.index("ci_level") + 1:] == ["degraded_sensor", "phases", "engine_version", "alerts_by_sid",
-                                                  "capture", "capture_options", "waterfall_capture", "warnings"]
+                                                  "capture", "capture_options", "waterfall_capture", "bypass",
+                                                  "bypass_settings", "warnings"]
 
 
 def test_alerts_by_sid_is_the_median_per_signature_over_the_ok_samples(tmp_path: Path) -> None:

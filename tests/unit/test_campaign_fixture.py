@@ -76,6 +76,9 @@ def test_results_rows_are_those_of_the_code_that_wrote_it(root: Path, expected: 
             assert row.pop(key) is None, key
         # nor their capture method (issue 30): none asked, none recorded
         assert (row.pop("capture"), row.pop("capture_options"), row.pop("waterfall_capture")) == (None, {}, {})
+        # nor a bypass (issue 30 item 3): off, nothing bypassed
+        assert (row.pop("bypass"), row.pop("bypass_settings"), row.pop("bypassed_pkts"),
+                row.pop("bypassed_pkts_ci")) == ("off", {}, 0, [0, 0])
         assert row == before
         assert list(row) == keys                                # the same keys in the same order
         # the marker rules' alerts per signature (medians over the 2 ok samples): what they raise offline

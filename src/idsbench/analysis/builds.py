@@ -23,10 +23,12 @@ def _delta(base: CaseResult, contender: CaseResult, metric: str) -> compare.Metr
     return compare.metric_delta(base, contender, metric)
 
 
-COMPARED_AXES = ("engine", "rules", "capture")  # the case parameters the report compares along
+COMPARED_AXES = ("engine", "rules", "capture", "bypass")  # the case parameters the report compares along
 # capture methods (issue 30): CPU per packet, drops, and each method's NDR when the cases were searched
 CAPTURE_METRICS = ("sensor_us_per_pkt", "sensor_cpu_pct", "dropped_pkts", "drop_ratio", "decoded_pkts")
-AXIS_METRICS: dict[str, tuple[str, ...]] = {"capture": CAPTURE_METRICS}
+# flow bypass (issue 30 item 3): what it saves (CPU per packet) and what it costs (alert recall)
+BYPASS_METRICS = ("sensor_us_per_pkt", "sensor_cpu_pct", "bypassed_pkts", "dropped_pkts", "alert_recall")
+AXIS_METRICS: dict[str, tuple[str, ...]] = {"capture": CAPTURE_METRICS, "bypass": BYPASS_METRICS}
 
 
 @dataclass(frozen=True)

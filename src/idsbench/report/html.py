@@ -97,9 +97,9 @@ def _meta(campaign: Campaign) -> View:
 
 
 WATERFALL_METRICS = ("sent_pkts", "loss_sender_pkts", "loss_wire_pkts", "loss_nic_pkts", "loss_softnet_pkts",
-                     "loss_capture_pkts", "unprocessed_pkts", "decoded_pkts", "unaccounted_pkts")
-WATERFALL_TITLES = ("sent", "sender loss", "wire loss", "NIC drops", "softnet drops", "capture drops", "unprocessed",
-                    "decoded", "unaccounted")
+                     "loss_capture_pkts", "bypassed_pkts", "unprocessed_pkts", "decoded_pkts", "unaccounted_pkts")
+WATERFALL_TITLES = ("sent", "sender loss", "wire loss", "NIC drops", "softnet drops", "capture drops", "bypassed",
+                    "unprocessed", "decoded", "unaccounted")
 
 
 def _waterfall_table(campaign: Campaign, rows: list[CaseResult]) -> Table:
@@ -280,7 +280,8 @@ def _raw(campaign: Campaign) -> list[View]:
     return out
 
 
-AXIS_TITLES = {"engine": "Builds compared", "rules": "Rulesets compared", "capture": "Capture methods compared"}
+AXIS_TITLES = {"engine": "Builds compared", "rules": "Rulesets compared", "capture": "Capture methods compared",
+               "bypass": "Bypass compared"}
 
 
 def _axis_views(rows: list[CaseResult]) -> list[View]:
@@ -304,10 +305,16 @@ def _axis_views(rows: list[CaseResult]) -> list[View]:
             labels: tuple[Value, Value] = (base, contender)
             if axis == "capture":  # the effective options (defaults written out) under each method
                 labels = (Text(base, note=_options_text(c.base)), Text(contender, note=_options_text(c.contender)))
+            if axis == "bypass":  # its settings, written out
+                labels = (Text(base, note=_settings_text(c.base)), Text(contender, note=_settings_text(c.contender)))
             body.append((*labels, c.contender.case, *(_delta(k, c.deltas.get(k)) for k in keys)))
         sections.append({"axis": axis, "id": f"compared-{axis}", "title": AXIS_TITLES[axis],
                          "table": table(columns, body)})
     return sections
+
+
+def _settings_text(r: CaseResult) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(r.bypass_settings.items()))
 
 
 def _options_text(r: CaseResult) -> str:

@@ -13,6 +13,7 @@ defaults. Everything created goes into the caller's teardown stack.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -51,7 +52,7 @@ from idsbench.setups.registry import make_setup
 from idsbench.store.layout import MONITOR_FILE
 from idsbench.store.schema import Placement, WireRecord
 from idsbench.teardown import TeardownStack
-from idsbench.wire.netns import NamespaceWire, WireEnds, XdpResource, impair, mtu_for
+from idsbench.wire.netns import NamespaceWire, WireEnds, XdpResource, impair, mtu_for, xdp_drops
 from idsbench.wire.nic import NicWire
 
 Phase = Callable[[str], None]
@@ -216,6 +217,7 @@ class SensorSession:
         self.stats: CgroupStats | None = None
         self._last_point: CounterPoint | None = None
         self._origin: tuple[WireSnapshot, CounterPoint] | None = None  # wire and counters at the first baseline
+        self._filter0 = 0  # the XDP bypass filter's drops at that baseline
 
     # --- opening ------------------------------------------------------------------------------
     def open(self) -> bool:
@@ -319,7 +321,7 @@ class SensorSession:
         idle_rate = self._idle_rate() if measure_cpu and not stop_after else None
         pre_idle = self._idle_rate(deps.bench_pre_idle_s) if measure_cpu and stop_after and deps.bench_pre_idle_s > 0 \
             else None
-        before = deps.snapshot(self.wire)
+        before, filtered = deps.snapshot(self.wire), self.filter_drops()
         self.monitor.sample_now()  # a row exactly at replay start and end
         self.phase("replay")
         tl.enter("replay")
@@ -353,6 +355,9 @@ class SensorSession:
         counters = None
         if end_point is not None:
             counters = end_point.counters if start_point is None else end_point.counters.minus(start_point.counters)
+            if filtered or self.run_facts.options.bypass == "xdp":  # the filter's drops: bypassed, not lost
+                counters = dataclasses.replace(counters, bypassed_pkts=counters.bypassed_pkts + self.filter_drops()
+                                               - filtered)
         alive = self.alive()
         if not alive and self.facts.sensor_failure is None and self.child is not None and self.setup is not None:
             self.facts.oom = self.setup.oom_killed()
@@ -398,7 +403,7 @@ class SensorSession:
             # first record it publishes (up to a stats interval after it is ready).
             zero = CounterPoint(self.deps.wall(), 0.0, Counters())
             if not self.facts.invisible:
-                self._origin = (self.deps.snapshot(self.wire), zero)
+                self._origin, self._filter0 = (self.deps.snapshot(self.wire), zero), self.filter_drops()
             return zero
         deadline = self.deps.monotonic() + FIRST_STATS_TIMEOUT_S
         point = self.run.live_counters()
@@ -406,8 +411,15 @@ class SensorSession:
             self.deps.sleep(0.1)
             point = self.run.live_counters()
         if point is not None and not self.facts.invisible:
-            self._origin = (self.deps.snapshot(self.wire), point)
+            self._origin, self._filter0 = (self.deps.snapshot(self.wire), point), self.filter_drops()
         return point
+
+    def filter_drops(self) -> int:
+        """Packets the sensor's XDP bypass filter dropped on its capture interface so far (idsbench.bypass
+        "xdp": dropped by design, before the capture; 0 without it)."""
+        if self.run_facts.options.bypass != "xdp" or self.wire is None or self.setup is None or self.facts.invisible:
+            return 0
+        return xdp_drops(self.wire.sensor_ns, self.setup.capture_interface())
 
     def uncounted(self, point: CounterPoint) -> int | None:
         """Packets the sensor's interface received since the first baseline that `point` does not
@@ -418,7 +430,7 @@ class SensorSession:
         now = self.deps.snapshot(self.wire)
         if wire0.sensor is None or now.sensor is None:
             return None
-        received = now.sensor.rx_pkts - wire0.sensor.rx_pkts
+        received = now.sensor.rx_pkts - wire0.sensor.rx_pkts - (self.filter_drops() - self._filter0)
         return received - (point.counters.captured_pkts - point0.counters.captured_pkts)
 
     def resync(self) -> bool:
@@ -465,6 +477,8 @@ class SensorSession:
         self.phase("sensor stop")
         self.facts.stop_unix = self.deps.wall()
         self.facts.exit_code = self.setup.stop(self.ctx.spec.timing.stop_timeout_s)
+        if self.run is not None and hasattr(self.run, "filter_drops"):  # what its XDP bypass filter dropped
+            self.run.filter_drops = self.filter_drops()
         self.facts.oom = self.facts.oom or self.setup.oom_killed()
         if self.facts.oom and self.facts.memory is None:
             self.facts.memory = self.memory_events()

@@ -90,6 +90,19 @@ class XdpResource:
         return f"xdp program on {self.link}" + (f" in netns {self.netns}" if self.netns else "")
 
 
+def xdp_drops(ns: str | None, ifname: str) -> int:
+    """Packets the XDP program on `ifname` dropped so far (`ethtool -S`: a veth's per-queue xdp_drops,
+    summed; 0 when the driver reports none): what Suricata's XDP bypass filter dropped for bypassed flows
+    (measured on a veth: 24427 = the 40001 packets received − the 15574 AF_PACKET captured)."""
+    done = proc.run(["ethtool", "-S", ifname], netns=ns, timeout=10, check=False)
+    total = 0
+    for line in done.stdout.splitlines():
+        name, _, value = line.strip().partition(":")
+        if name.endswith("xdp_drops") and value.strip().isdigit():
+            total += int(value)
+    return total
+
+
 def add_netns(stack: TeardownStack, name: str) -> None:
     """`ip netns add NAME` (registered), quiet: IPv6 off (no RS/DAD chatter), lo up."""
     proc.run(["ip", "netns", "add", name])
