@@ -56,12 +56,13 @@ class FakeCase:
     workers: int | None = None          # placement.sensor_workers (None: not recorded, as before issue 28)
     threads: Sequence[int] = ()         # per sample, the workers the engine reported (sensor.threads)
     capture: str | None = None          # sensor.capture (an axis): recorded with options and drop points
+    bypass: str | None = None           # sensor.bypass (an axis): recorded with its settings
 
     @property
     def plan_case(self) -> Case:
         return Case(trace=self.trace, replayers=self.replayers, rate=Rate.model_validate(self.rate),
                     loops=self.loops, setup=self.setup, cpus=self.cpus, memory=self.memory, sender=self.sender,
-                    config=self.config, capture=self.capture)
+                    config=self.config, capture=self.capture, bypass=self.bypass)
 
     @property
     def case_id(self) -> str:
@@ -190,7 +191,9 @@ def _write_sample(path: Path, case: FakeCase, k: int, start: float, interval: fl
                    **({"threads": case.threads[k]} if k < len(case.threads) else {}),
                    **({"capture": case.capture, "capture_options": {"threads": 1},
                        "capture_drops": {f"{case.capture}.drops": final.get("dropped_pkts", 0)}}
-                      if case.capture else {})},
+                      if case.capture else {}),
+                   **({"bypass": case.bypass, "bypass_settings": {"stream.bypass": case.bypass != "off"}}
+                      if case.bypass else {})},
         **({"placement": {"sender_cpus": [0], "sensor_cpus": [1], "sensor_workers": case.workers}}
            if case.workers is not None else {}),
         "resources": {"sensor_cpu_pct": cpu, "sensor_rss_peak_bytes": int(rss), "host_cpu_pct": host},

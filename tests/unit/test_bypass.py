@@ -164,3 +164,18 @@ def test_elephants_profile_a_few_downloads_carry_most_packets(tmp_path: Path):
     big = [n for n in sizes if n >= 1000]
     assert 1 <= len(big) <= 10 and len(sizes) > 10 * len(big), sizes[:12]
     assert sum(big) > 0.5 * res.packets, (sum(big), sizes[:12])
+
+
+def test_rows_and_report_compare_the_bypass_modes(tmp_path: Path):
+    from idsbench.analysis import case_table
+    from idsbench.report import write_report
+    from idsbench.store.reader import load_campaign
+    from tests.fakecampaign import FakeCase, write_campaign
+
+    root = write_campaign(tmp_path / "c", [FakeCase(bypass="off", sensor_cpu=40.0),
+                                           FakeCase(bypass="xdp", sensor_cpu=30.0)])
+    rows = {r.params.bypass: r.to_row() for r in case_table(load_campaign(root))}
+    assert rows["xdp"]["bypass"] == "xdp" and rows["xdp"]["bypass_settings"] == {"stream.bypass": True}
+    assert rows["off"]["bypass"] == "off" and "bypassed_pkts" in rows["off"]
+    html = write_report(root).read_text()
+    assert "Bypass compared" in html and "bypass mode" in html

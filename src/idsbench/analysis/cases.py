@@ -120,15 +120,16 @@ def case_result(cs: CaseSamples, cv_threshold: float = DEFAULT_CV_THRESHOLD,
 
 def capture_fields(cs: CaseSamples) -> dict[str, object]:
     """`capture`, `capture_options` (as the first sample that recorded them ran) and `capture_drops`: per
-    drop point of the method, its median over the ok samples (idsbench.capture)."""
-    recorded = [s.summary.sensor for s in (*cs.used, *cs.failed) if s.summary.sensor.capture]
+    drop point of the method, its median over the ok samples (idsbench.capture); `bypass` and its
+    `bypass_settings` as the first sample that recorded one ran (idsbench.bypass)."""
+    sensors = [s.summary.sensor for s in (*cs.used, *cs.failed)]
+    byp = next((s for s in sensors if s.bypass is not None), None)
+    bypass = {"bypass": byp.bypass, "bypass_settings": dict(byp.bypass_settings)} if byp is not None else {}
+    recorded = [s for s in sensors if s.capture]
     if not recorded:
-        return {"capture": cs.info.params.capture}
+        return {"capture": cs.info.params.capture, **bypass}
     names = sorted({k for s in cs.used for k in s.summary.sensor.capture_drops})
     drops = {n: median([s.summary.sensor.capture_drops.get(n, 0) for s in cs.used]) for n in names}
-    byp = next((s.bypass for s in recorded if s.bypass is not None), None)
-    bypass = {"bypass": byp, "bypass_settings": dict(next(s.bypass_settings for s in recorded if s.bypass == byp))} \
-        if byp is not None else {}
     return {"capture": recorded[0].capture, "capture_options": dict(recorded[0].capture_options),
             "capture_drops": drops, **bypass}
 
