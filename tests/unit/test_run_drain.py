@@ -164,3 +164,28 @@ def test_a_quiet_watch_that_does_not_conclude_delays_a_proven_drain_at_most_its_
           sleep=clock2.sleep, uncounted=lambda p: 1000 - p.counters.captured_pkts, quiet=lambda: False,
           interval_s=0.05)
     assert clock2.t < 0.05  # without a bound (the default) nothing waits
+
+
+class MidRefresh:
+    """A sensor whose records show everything processed but `captured` lagging (its socket statistics
+    refreshed later than its decoder count) until `caught_up_at`; the interface received 1000 packets."""
+
+    def __init__(self, clock: Clock, caught_up_at: float):
+        self.clock, self.caught_up_at = clock, caught_up_at
+
+    def live_counters(self) -> CounterPoint:
+        second = int(self.clock.t)
+        captured = 1000 if self.clock.t >= self.caught_up_at else 400
+        return CounterPoint(t_unix=100.0 + second, uptime_s=float(second),
+                            counters=Counters(captured_pkts=captured, decoded_pkts=1000))
+
+
+def test_counters_mid_refresh_never_cancel_packets_the_interface_received():
+    """captured 400 < decoded 1000: unprocessed is -600, and 600 received packets are not counted as
+    captured; the two must not cancel into "drained" (it ended a search trial whose baseline then carried
+    the lag, and the next trial did not add up)."""
+    clock = Clock()
+    result = drain(MidRefresh(clock, caught_up_at=3.0), lambda: True, 99.5, 30.0, clock=clock.now,  # type: ignore[arg-type]
+                   sleep=clock.sleep, uncounted=lambda p: 1000 - p.counters.captured_pkts)
+    assert result.drained and result.last is not None and result.last.counters.captured_pkts == 1000
+    assert result.waited_s >= 3.0

@@ -94,7 +94,9 @@ def drain(run: SensorRun, alive: Callable[[], bool], replay_end_unix: float, tim
             after = previous is not None and previous.t_unix > replay_end_unix
             settled = after and previous is not None and previous.counters.captured_pkts == c.captured_pkts
             missing = uncounted(point)
-            backlog = c.unprocessed_pkts + max(0, missing or 0)
+            # a record's counters may be mid-refresh (fewer captured than processed): that never cancels
+            # packets the interface received that the counters do not show
+            backlog = max(0, c.unprocessed_pkts) + max(0, missing or 0)
             complete = missing == 0  # the interface received nothing the counters do not show
             if (settled or complete) and backlog == 0 and waited >= min_wait_s:
                 if quiet is not None:
