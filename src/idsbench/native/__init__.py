@@ -8,7 +8,6 @@ ahead of time (`python -m idsbench.native`), so a run never waits for a compiler
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import shutil
@@ -17,6 +16,7 @@ import sys
 from pathlib import Path
 
 from idsbench import settings
+from idsbench.buildonce import build_once
 from idsbench.errors import EnvironmentMissing
 
 SRC = Path(__file__).resolve().parent / "src"  # package data (pyproject: native/src/*)
@@ -81,26 +81,18 @@ def program(name: str, cache: Path | None = None) -> Path:
     if not source_path(name).is_file():
         raise KeyError(f"no native program {name!r}; known: {', '.join(names())}")
     cc = _compiler()
-    out_dir = (cache or settings.cache_dir()) / "native"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / f"{name}-{_digest(name, cc)}"
-    if target.is_file():
-        return target
-    with open(out_dir / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if target.is_file():
-            return target
-        tmp = target.with_name(f".{target.name}.{os.getpid()}")
+    target = (cache or settings.cache_dir()) / "native" / f"{name}-{_digest(name, cc)}"
+
+    def compile_to(tmp: Path) -> None:
         argv = [cc, *CFLAGS, "-o", str(tmp), str(source_path(name)), *EXTRA_FLAGS.get(name, ())]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
         if done.returncode != 0:
-            tmp.unlink(missing_ok=True)
             raise EnvironmentMissing(
                 f"Building the native program {name} failed (`{' '.join(argv)}`): "
                 f"{done.stderr.strip()[-800:]}",
                 fix="check that gcc and the C library headers are installed (apt-get install gcc libc6-dev).")
-        os.replace(tmp, target)
-    return target
+
+    return build_once(target, compile_to)
 
 
 def build_all(cache: Path | None = None) -> dict[str, Path]:

@@ -12,7 +12,6 @@ reads; they are compiled with clang for the bpf target as Suricata's ebpf/Makefi
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import shutil
@@ -20,6 +19,7 @@ import tarfile
 from pathlib import Path
 
 from idsbench import proc
+from idsbench.buildonce import build_once
 from idsbench.errors import EnvironmentMissing
 from idsbench.sensors.suricata.build import source_dir
 
@@ -60,23 +60,17 @@ def program(name: str, cache: Path) -> Path:
     clang, llc = _which(CLANGS), _which(LLCS)
     assert clang is not None and llc is not None
     digest = hashlib.sha256(f"{tarball.name}|{tarball.stat().st_size}|{name}|{os.path.realpath(clang)}".encode())
-    out_dir = cache / "ebpf"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / f"{name}-{digest.hexdigest()[:16]}.bpf"
-    if target.is_file():
-        return target
-    with open(out_dir / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if target.is_file():
-            return target
-        work = out_dir / f".src-{os.getpid()}"
+    target = cache / "ebpf" / f"{name}-{digest.hexdigest()[:16]}.bpf"
+
+    def compile_to(tmp: Path) -> None:
+        work = target.parent / f".src-{os.getpid()}"
         shutil.rmtree(work, ignore_errors=True)
         try:
             with tarfile.open(tarball) as tf:
                 members = [m for m in tf.getmembers() if "/ebpf/" in m.name and (m.isfile() or m.isdir())]
                 tf.extractall(work, members=members, filter="data")
             ebpf = next(work.glob("*/ebpf"))
-            ll, tmp = ebpf / f"{name}.ll", out_dir / f".{target.name}.{os.getpid()}"
+            ll = ebpf / f"{name}.ll"
             arch = os.uname().machine
             for argv in ([clang, "-Wall", "-Iinclude", "-O2", "-g", f"-I/usr/include/{arch}-linux-gnu/",
                           "-D__KERNEL__", "-D__ASM_SYSREG_H", "-target", "bpf", "-S", "-emit-llvm", f"{name}.c",
@@ -87,7 +81,7 @@ def program(name: str, cache: Path) -> Path:
                     raise EnvironmentMissing(f"Building Suricata's eBPF program {name}.bpf failed (`{' '.join(argv)}`): "
                                              f"{(done.stderr or done.stdout).strip()[-600:]}",
                                              fix="install clang, llvm and libbpf-dev (scripts/install-system.sh).")
-            os.replace(tmp, target)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    return target
+
+    return build_once(target, compile_to)
