@@ -50,3 +50,15 @@ def test_repeats_on_one_grid_point_report_the_grid_step_not_a_point():
                        ndr_pps=9e5)  # the top passed: no upper bound, the NDR itself
     one = SearchResult(case_id="c", axis="rate", unit="pps", precision=0.05, mode="warm", repeats=(top,) * 3)
     assert repeat_fields(one).ndr_ci == (9e5, 9e5)
+
+
+def test_the_rounded_ci_still_holds_the_unrounded_median():
+    """The row rounds the CI to 3 decimals; a grid point like 15,204.4125 pps rounded to the nearest
+    would lie below its own CI's low end (seen: ci[0] 15,204.413 > median 15,204.41251). Rounded outward."""
+    low, high = 15_204.412509772612, 16_886.303642522755
+    reps = [repeat(i, low, high) for i in range(3)]
+    result = SearchResult(case_id="c", axis="rate", unit="pps", precision=0.1, mode="warm",
+                          results=median_results(reps), repeats=tuple(reps))
+    ci = repeat_fields(result).ndr_ci
+    assert ci == (15_204.412, 16_886.304)
+    assert ci is not None and ci[0] <= low < high <= ci[1]

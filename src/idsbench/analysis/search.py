@@ -3,6 +3,7 @@ host ran the sensor during the search."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 
@@ -105,7 +106,8 @@ def repeat_fields(result: SearchResult) -> RepeatFigures:
     return RepeatFigures(
         search_repeats=max(1, len(result.repeats)),
         ndr_repeats=tuple(round(x, 3) if x is not None else None for x in ndrs),
-        ndr_ci=(round(ci[0], 3), round(ci[1], 3)) if ci else None,
+        # rounded outward so that the interval still holds the (unrounded) median NDR it is about
+        ndr_ci=(math.floor(ci[0] * 1000) / 1000, math.ceil(ci[1] * 1000) / 1000) if ci else None,
         ndr_ci_level=round(ci_coverage(len(known)), 4) if ci else None,
         goals=goals, search_goals=result.goals,
         ndr_conditional_pps=ndr.conditional_pps if ndr else None,
