@@ -223,3 +223,20 @@ def test_pcap_total_at_exit_counts_what_was_left_in_libpcaps_ring():
              "[1 - W#01-x0] 2026-11-28 15:07:52 Info: pcap: x0: pcap total:40879 recv:25284 drop:15595 (38.1%)"]
     assert slog.pcap_total(lines) == 40879 and slog.pcap_total(lines[:1]) is None
     assert capture.QUIET_WINDOW_S[("suricata", "pcap")] > 1.0  # two of libpcap's 500-ms block timeouts
+
+
+def test_a_build_has_its_engines_methods_defaults_and_windows():
+    """`suricata@8.0.6` (and `+profiling`) is Suricata: its methods are checked, its default method is
+    af-packet, libpcap's longer quiet window and cold search trials apply to it too."""
+    for name in ("suricata@8.0.6", "suricata@8.0.6+profiling", "suricata+profiling"):
+        assert capture.family(name) == "suricata"
+        assert capture.method_of(name, None) == "af-packet"
+        assert capture.quiet_window_s(name, "pcap", 0.2) == capture.QUIET_WINDOW_S[("suricata", "pcap")]
+        assert capture.quiet_window_s(name, "af-packet", 0.2) == 0.2
+        assert "new second" in (capture.cold_trials_reason(name, "pcap") or "")
+        assert capture.cold_trials_reason(name, "af-xdp") is None
+    with pytest.raises(SpecError, match="suricata has no such capture method"):
+        capture.check(["suricata@8.0.6"], ["pf-ring"], {})
+    with pytest.raises(SpecError, match="'cluster-type' is not an option of suricata's 'af-xdp'"):
+        capture.check(["suricata@8.0.6"], ["af-xdp"], {"cluster-type": "cluster_qm"})
+    assert capture.cold_trials_reason("snort", "pcap") is None  # only Suricata's libpcap reader is known to lag

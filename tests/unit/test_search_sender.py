@@ -139,7 +139,7 @@ def fake_search(monkeypatch, tmp_path):
     spec = spec_from_dict({"name": "x", "search": {"repeats": 2, "trial_s": 1}})
     ctx = SimpleNamespace(spec=spec, layout=SimpleNamespace(root=tmp_path), state_dir=tmp_path)
     deps = SimpleNamespace(make_stack=lambda _d: contextlib.nullcontext(), available_cpus=lambda: [0])
-    case = SimpleNamespace(case_id="c0", setup="baremetal")
+    case = SimpleNamespace(case_id="c0", setup="baremetal", engine="suricata", capture=None)
     return ctx, case, deps
 
 

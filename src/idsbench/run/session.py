@@ -377,7 +377,7 @@ class SensorSession:
             return None if ends.sensor is None else ends.sensor.rx_pkts + ends.sensor.rx_dropped
 
         method = capture.method_of(self.case.engine, self.case.capture, self.ctx.spec.sensor.capture_method)
-        window = capture.QUIET_WINDOW_S.get((self.case.engine, method), QUIET_S)
+        window = capture.quiet_window_s(self.case.engine, method, QUIET_S)
         return QuietWatch(self.cpu_seconds, received, self.allocation, clock=self.deps.monotonic,
                           runnable=lambda: any_runnable(self.sensor_pids()), window_s=window)
 

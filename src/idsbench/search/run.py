@@ -24,6 +24,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 
+from idsbench import capture
 from idsbench.accounting import Waterfall, waterfall_of
 from idsbench.plan import Case
 from idsbench.run.context import CampaignContext
@@ -75,6 +76,11 @@ class CaseSearch:
         if self.warm and axis.name == "cpus" and self.case.setup != "baremetal":
             self.warm = False
             self.notes.append(f"the cpus axis on {self.case.setup} runs cold trials (its limit is set at start)")
+        method = capture.method_of(self.case.engine, self.case.capture, self.ctx.spec.sensor.capture_method)
+        cold_reason = capture.cold_trials_reason(self.case.engine, method)
+        if self.warm and cold_reason:
+            self.warm = False
+            self.notes.append(f"{method} runs cold trials (a fresh sensor each): {cold_reason}")
         repeats: list[SearchRepeat] = []
         ceiling: float | None = None  # the sender's, measured once (by the first repeat that measured it)
         for k in range(self.cfg.repeats):
