@@ -27,7 +27,9 @@ from pathlib import Path
 
 from MLRsearch import AbstractMeasurer, MeasurementResult
 
+from idsbench import capture
 from idsbench.accounting import waterfall_of
+from idsbench.errors import SensorFailed
 from idsbench.infra.cgroups import CFS_PERIOD_US
 from idsbench.plan import Case
 from idsbench.run.context import CampaignContext
@@ -233,11 +235,19 @@ class Measurer(AbstractMeasurer):  # type: ignore[misc]
                 if not session.open():
                     return self._failed(trial, index, "cold", session.facts.sensor_failure)
                 plan = session.plan(case, self.ctx.replay_paths(case), sample_dir)
-                outcome = session.trial(plan, settle_s=0.0, measure_cpu=True)
+                # a method whose live counters lag (capture.COLD_TRIALS) is counted by its exit statistics,
+                # as a sample is: the drain may end once the sensor is quiet, the stop then counts
+                by_exit = capture.cold_trials_reason(case.engine, self._method(case)) is not None
+                outcome = session.trial(plan, settle_s=0.0, measure_cpu=True, stop_after=by_exit)
             finally:
                 session.close()
+            if by_exit:
+                outcome = _counted_at_exit(session, outcome)
         return trial_record(self.axis, trial, outcome, self.allocation(trial.value), index, self.repeat, "cold",
                             Carry())[0]
+
+    def _method(self, case: Case) -> str:
+        return capture.method_of(case.engine, case.capture, self.ctx.spec.sensor.capture_method)
 
     def _fresh_flows(self, case: Case) -> list[Path]:
         """Each warm trial sends flows no earlier trial sent (address blocks of the rewriter)."""
@@ -254,6 +264,18 @@ class Measurer(AbstractMeasurer):  # type: ignore[misc]
         return TrialRecord(index=index, mode="warm" if mode == "warm" else "cold", value=trial.value or 0.0,
                            offered_pps=self.axis.offered_pps(trial.value), achieved_pps=0.0, duration_s=0.0,
                            sent_pkts=0, repeat=self.repeat, sensor_failed=why or "the sensor did not start")
+
+
+def _counted_at_exit(session: SensorSession, outcome: TrialOutcome) -> TrialOutcome:
+    """`outcome` with the stopped sensor's final counters (its exit statistics) and their waterfall."""
+    if session.run is None or not outcome.sensor_alive:
+        return outcome
+    try:
+        counters = session.run.final_counters()
+    except SensorFailed:
+        return outcome
+    wf = waterfall_of(outcome.replay.record.sent_pkts, outcome.wire, counters, session.facts.invisible)
+    return dataclasses.replace(outcome, counters=counters, waterfall=wf)
 
 
 def trial_record(axis: Axis, trial: Trial, outcome: TrialOutcome, allocation: Allocation, index: int, repeat: int,
