@@ -17,8 +17,9 @@ PKGS=(suricata tcpreplay iproute2 ethtool procps util-linux python3-venv python3
       # (and eBPF/XDP, as Debian's own Suricata has; no clang: no eBPF programs are compiled)
       rustc-web cargo-web cbindgen libjansson-dev libyaml-dev libcap-ng-dev libmagic-dev liblz4-dev
       libnet1-dev libxdp-dev libbpf-dev libelf-dev
-      # Suricata's XDP/eBPF bypass programs, built from its sources (idsbench/sensors/suricata/ebpf.py)
-      clang llvm)
+      # Suricata's XDP/eBPF bypass programs, built from its sources (idsbench/sensors/suricata/ebpf.py);
+      # bpftool reads the eBPF socket filter's per-flow counters (what it dropped) while Suricata runs
+      clang llvm bpftool)
 
 missing=()
 for p in "${PKGS[@]}"; do

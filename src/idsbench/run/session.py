@@ -355,7 +355,7 @@ class SensorSession:
         counters = None
         if end_point is not None:
             counters = end_point.counters if start_point is None else end_point.counters.minus(start_point.counters)
-            if filtered or self.run_facts.options.bypass == "xdp":  # the filter's drops: bypassed, not lost
+            if filtered or self.run_facts.options.bypass in ("xdp", "ebpf"):  # the filter's drops: bypassed, not lost
                 counters = dataclasses.replace(counters, bypassed_pkts=counters.bypassed_pkts + self.filter_drops()
                                                - filtered)
         alive = self.alive()
@@ -415,10 +415,15 @@ class SensorSession:
         return point
 
     def filter_drops(self) -> int:
-        """Packets the sensor's XDP bypass filter dropped on its capture interface so far (idsbench.bypass
-        "xdp": dropped by design, before the capture; 0 without it)."""
-        if self.run_facts.options.bypass != "xdp" or self.wire is None or self.setup is None or self.facts.invisible:
+        """Packets the sensor's kernel-side bypass filter dropped so far (idsbench.bypass: dropped by design,
+        before the capture; 0 without it): "xdp" on its capture interface, "ebpf" at its socket (the filter's
+        own counters, read through the sensor's processes while it runs)."""
+        mode = self.run_facts.options.bypass
+        if mode not in ("xdp", "ebpf") or self.wire is None or self.setup is None or self.facts.invisible:
             return 0
+        if mode == "ebpf":
+            read = getattr(self.run, "bypass_filter_pkts", None)
+            return int(read(self.sensor_pids())) if callable(read) else 0
         return xdp_drops(self.wire.sensor_ns, self.setup.capture_interface())
 
     def uncounted(self, point: CounterPoint) -> int | None:
@@ -476,9 +481,11 @@ class SensorSession:
             return
         self.phase("sensor stop")
         self.facts.stop_unix = self.deps.wall()
+        # the eBPF socket filter's counters go with the sensor: read before it stops (the interface's after)
+        filtered = self.filter_drops() if self.run_facts.options.bypass == "ebpf" else None
         self.facts.exit_code = self.setup.stop(self.ctx.spec.timing.stop_timeout_s)
-        if self.run is not None and hasattr(self.run, "filter_drops"):  # what its XDP bypass filter dropped
-            self.run.filter_drops = self.filter_drops()
+        if self.run is not None and hasattr(self.run, "filter_drops"):  # what its bypass filter dropped
+            self.run.filter_drops = self.filter_drops() if filtered is None else filtered
         self.facts.oom = self.facts.oom or self.setup.oom_killed()
         if self.facts.oom and self.facts.memory is None:
             self.facts.memory = self.memory_events()

@@ -160,7 +160,10 @@ class SuricataRun:
     capture_options: dict[str, Scalar] = field(default_factory=dict)  # effective, defaults written out
     bypass: str = "off"  # the flow bypass mode (idsbench.bypass)
     bypass_settings: dict[str, Scalar] = field(default_factory=dict)  # its settings, written out
-    filter_drops: int = 0  # what its XDP bypass filter dropped on the interface (the session reads it at stop)
+    # what its XDP bypass filter dropped on the interface, or its eBPF socket filter at the socket (the session
+    # reads it at stop: the interface's counter after the stop, the socket filter's maps before it)
+    filter_drops: int = 0
+    _flow_maps: list[int] = field(default_factory=list, repr=False)  # the socket filter's flow tables (map ids)
     last_eve_scan: EveScan | None = field(default=None, repr=False)
     _last_stats: dict[str, Any] | None = field(default=None, repr=False)  # Any: Suricata's eve JSON as it wrote it
     _tail: FileTail = field(init=False, repr=False)
@@ -257,6 +260,16 @@ class SuricataRun:
         return self.capture, dict(self.capture_options), capture_drops_from_stats(self.capture,
                                                                                    self._last_stats or {})
 
+    def bypass_filter_pkts(self, pids: list[int]) -> int:
+        """Packets the eBPF socket filter (bypass "ebpf") dropped so far, from its per-flow counters
+        (sensors/suricata/ebpf.py), read through the sensor processes `pids`: 0 in other modes, and before
+        the filter is loaded."""
+        if self.bypass != "ebpf":
+            return 0
+        if not self._flow_maps:
+            self._flow_maps = ebpf.flow_maps(pids)
+        return ebpf.filtered_packets(self._flow_maps)
+
     def bypass_info(self) -> tuple[str, dict[str, Scalar]]:
         """The flow bypass mode and its effective settings (idsbench.bypass)."""
         return self.bypass, dict(self.bypass_settings)
@@ -332,6 +345,14 @@ class SuricataRun:
             alerts=summary.alerts or 0,
         )
         final = last.max_with(from_log)
+        if self.bypass == "ebpf":
+            # the socket filter's per-flow counters hold every packet it dropped; flow_bypassed.pkts (Suricata's
+            # flow manager: the same counters' growth, read when a bypassed flow's timeout comes, 100 s by
+            # default) is a part of them while the entries live, and the only trace of an entry it deleted
+            # (a flow idle past its timeout): the larger of the two, never their sum (double counting)
+            kernel = final.bypassed_pkts - final.bypassed_local_pkts
+            return dataclasses.replace(final, bypassed_pkts=final.bypassed_local_pkts
+                                       + max(kernel, self.filter_drops))
         # the XDP filter's drops never reach Suricata's counters before the flow manager's 60-s sweep of its
         # flow table (flow_bypassed.pkts stays 0 in a sample): counted at the interface instead
         return dataclasses.replace(final, bypassed_pkts=final.bypassed_pkts + self.filter_drops)
@@ -441,6 +462,10 @@ class Suricata:
                             "eBPF support (`suricata --build-info`: eBPF support: no).",
                             fix="use a Suricata built with libbpf (Debian's 7.0 package is), or bypass = \"local\".")
         ebpf.program(PROGRAMS[mode].removesuffix(".bpf"), settings.cache_dir())
+        why = ebpf.bpftool_missing() if mode == "ebpf" else None
+        if why is not None:  # the socket filter's drops are counted from its maps (bypass_filter_pkts)
+            raise EnvironmentMissing(f"sensor.bypass = \"ebpf\": cannot count the socket filter's drops: {why}.",
+                                     fix=ebpf.BPFTOOL_FIX)
         native.program("ibmemlock")
 
     # --- rules ------------------------------------------------------------------------------
