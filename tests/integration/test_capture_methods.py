@@ -1,16 +1,18 @@
-"""Capture methods as an axis (issue 30 items 1, 2): every method of Suricata (af-packet, af-packet-v2,
-af-xdp, pcap), the distribution's 7.0 and the 8.0.6 source build (built with AF_XDP), and Snort's afpacket
-and pcap DAQs (the latter with idsbench's patched module: libdaq's own cannot be stopped on a quiet wire)
-exact on a shared capture — decoded == N x trace packets at zero drops at every capture drop point —, each
-sample recording its method and effective options, on bare metal and in a container (`setup.kinds`;
-podman with runc here, docker where podman is absent) at 1X and 4X load (`traffic.replayers` = 1, 4: four
-senders replay the 572-packet trace at once, distinct flows): one campaign per engine family, one sample per
-(engine, method, kind, replayers) — 32 Suricata samples (~175 s here), 8 Snort (~25 s). AF_XDP in a container
-runs with SYS_ADMIN added (capture.CONTAINER_CAPABILITIES: podman 4.3's seccomp profile allows bpf(2) only with
-it; without it Suricata 7.0.10 and 8.0.6 exited 1, "af-xdp: Failed to create socket: Operation not
-permitted"). And, under overload (a CPU quota of a tenth of a core and costly rules), the loss waterfall
-closing for every method: sent = decoded + every drop point, nothing unaccounted, each method's own drop
-points recorded.
+"""Capture methods as an axis (issue 30 items 1, 2): every method of Suricata (af-packet, af-packet-v2, af-xdp,
+pcap), the distribution's 7.0 and the 8.0.6 source build (built with AF_XDP), and Snort's afpacket and pcap DAQs
+(the latter with idsbench's patched module: libdaq's own cannot be stopped on a quiet wire) exact on a shared
+capture — decoded == N x trace packets at zero drops at every capture drop point —, each sample recording its
+method and effective options, on bare metal and in a container (`setup.kinds`; podman with runc here, docker
+where podman is absent) at 1X and 4X load (`traffic.replayers` = 1, 4: four senders replay the 572-packet trace
+at once, distinct flows): one campaign per engine family, one sample per (engine, method, kind, replayers) — 32
+Suricata samples (172-175 s here), 8 Snort (25-32 s). AF_XDP in a container runs with SYS_ADMIN added
+(capture.CONTAINER_CAPABILITIES: podman 4.3's seccomp profile allows bpf(2) only with it; without it Suricata
+7.0.10 and 8.0.6 exited 1, "af-xdp: Failed to create socket: Operation not permitted"). Not asserted: `drained`
+— Suricata's pcap samples show no decoded packet in their live counters until the stop (every one measured, 1X
+and 4X, both kinds and versions), so the drain may give up on them ("undrained", 0 unprocessed: 5-6 of 8 per
+run); their final counters are exact. And, under overload (a CPU quota of a tenth of a core and costly rules),
+the loss waterfall closing for every method: sent = decoded + every drop point, nothing unaccounted, each
+method's own drop points recorded.
 
 Needs root, tcpreplay/ip/ethtool/suricata, podman (or docker) with the container image (built once into the
 cache, see test_container_setups.py), the Suricata 8.0.6 build (`make suricata-src`; built on first
