@@ -8,11 +8,11 @@ at once, distinct flows): one campaign per engine family, one sample per (engine
 Suricata samples (172-175 s here), 8 Snort (25-32 s). AF_XDP in a container runs with SYS_ADMIN added
 (capture.CONTAINER_CAPABILITIES: podman 4.3's seccomp profile allows bpf(2) only with it; without it Suricata
 7.0.10 and 8.0.6 exited 1, "af-xdp: Failed to create socket: Operation not permitted"). Not asserted: `drained`
-— Suricata's pcap samples show no decoded packet in their live counters until the stop (every one measured, 1X
-and 4X, both kinds and versions), so the drain may give up on them ("undrained", 0 unprocessed: 5-6 of 8 per
-run); their final counters are exact. And, under overload (a CPU quota of a tenth of a core and costly rules),
-the loss waterfall closing for every method: sent = decoded + every drop point, nothing unaccounted, each
-method's own drop points recorded.
+— Suricata's pcap samples show no decoded packet in their live counters until the stop (its worker syncs them
+only after a pcap_dispatch that got a packet; every one measured, 1X and 4X, both kinds and versions), so the
+drain may give up on them ("undrained", 0 unprocessed: 5-6 of 8 per run); their final counters are exact. And,
+under overload (a CPU quota of a tenth of a core and costly rules), the loss waterfall closing for every method:
+sent = decoded + every drop point, nothing unaccounted, each method's own drop points recorded.
 
 Needs root, tcpreplay/ip/ethtool/suricata, podman (or docker) with the container image (built once into the
 cache, see test_container_setups.py), the Suricata 8.0.6 build (`make suricata-src`; built on first
