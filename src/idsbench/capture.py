@@ -97,6 +97,20 @@ OPTIONS: dict[tuple[str, str], dict[str, Option]] = {
 }
 
 
+# Linux capabilities a method needs inside a container beyond the container setups' own (NET_ADMIN, NET_RAW,
+# SYS_NICE, IPC_LOCK: setups/container/runtime.CAPABILITIES). AF_XDP loads an XDP program with bpf(2), which
+# podman 4.3's default seccomp profile allows only with CAP_SYS_ADMIN (docker's with it or CAP_BPF), also what
+# lets the kernel load it (measured in a podman+runc container without it: libbpf "Couldn't load trivial BPF
+# program", "af-xdp: Failed to create socket: Operation not permitted", Suricata 7.0.10 and 8.0.6 exited 1 before
+# they were ready; with it both exact at 1X and 4X). Only such samples get it (container.json records the list).
+CONTAINER_CAPABILITIES: dict[tuple[str, str], tuple[str, ...]] = {("suricata", "af-xdp"): ("SYS_ADMIN",)}
+
+
+def container_capabilities(engine: str, method: str) -> tuple[str, ...]:
+    """The capabilities `method` needs in a container beyond the setup's own (CONTAINER_CAPABILITIES)."""
+    return CONTAINER_CAPABILITIES.get((family(engine), method), ())
+
+
 def method_of(engine: str, capture: str | None, legacy: str | None = None) -> str:
     """The method a case runs: the axis value, else (capture engine) `sensor.capture_method`, else the
     engine's default."""

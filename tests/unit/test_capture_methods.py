@@ -63,6 +63,17 @@ def test_bad_capture_input_is_a_spec_error_naming_the_fix(sensor, match):
     assert err.value.fix
 
 
+def test_a_build_is_checked_as_its_engine_and_only_af_xdp_asks_a_container_for_more():
+    with pytest.raises(SpecError, match="suricata has no such capture method"):
+        plan(_spec({"engine": ["suricata@8.0.6"], "capture": "afpacket"}))  # Snort's name, not Suricata's
+    assert capture.family("suricata@8.0.6+profiling") == "suricata" and capture.family("snort") == "snort"
+    assert capture.method_of("suricata@8.0.6", None) == "af-packet"
+    assert capture.container_capabilities("suricata@8.0.6", "af-xdp") == ("SYS_ADMIN",)
+    assert capture.container_capabilities("suricata", "af-xdp") == ("SYS_ADMIN",)
+    assert all(capture.container_capabilities(e, m) == () for e, ms in capture.METHODS.items() for m in ms
+               if m != "af-xdp")
+
+
 def test_a_methods_own_table_applies_to_it_only():
     opts = {"use-mmap": True, "af-xdp": {"xdp-mode": "skb"}, "af-packet": {"ring-size": 4096}}
     capture.check(["suricata"], ["af-packet", "af-packet-v2"], {"use-mmap": True, "af-packet": {"block-size": 1 << 18}})

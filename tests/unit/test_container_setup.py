@@ -65,6 +65,13 @@ def test_create_argv_mounts_at_same_paths_with_limits_and_no_privileged(tmp_path
     assert argv[entry + 1:] == ["suricata", "localhost/idsbench-suricata:7", "-c", str(tmp_path / "s.yaml")]
 
 
+def test_create_argv_adds_what_the_capture_needs_once(tmp_path):
+    argv = crt.create_argv(
+        _rt(), name="ib-x", image="i", network="container:P", limits=crt.Limits(), rw_paths=[tmp_path],
+        ro_paths=[], workdir=tmp_path, command=["suricata"], capabilities=("SYS_ADMIN", "NET_ADMIN"))
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--cap-add"] == [*crt.CAPABILITIES, "SYS_ADMIN"]
+
+
 def test_no_limits_means_no_limit_flags():
     assert crt.limit_args(crt.Limits()) == []
 

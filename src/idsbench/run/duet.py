@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from idsbench import capture
 from idsbench.accounting import waterfall_of
 from idsbench.duet import DuetPair
 from idsbench.errors import SensorFailed
@@ -168,7 +169,9 @@ class DuetSession:
                 sup=self.sup, engine=s.engine, name=s.name, sample_dir=s.sample_dir, cpus=side.slot.quota,
                 memory_bytes=case.memory_bytes, cpu_affinity=side.slot.cpus, read_only_paths=s.run_facts.read_only_paths,
                 cache_dir=ctx.cache_dir, runtime=ctx.spec.setup.runtime, swappiness=ctx.spec.setup.swappiness,
-                name_prefix=ctx.name_prefix, vcpus=ctx.spec.setup.vcpus, accel=ctx.spec.setup.accel))
+                name_prefix=ctx.name_prefix, vcpus=ctx.spec.setup.vcpus, accel=ctx.spec.setup.accel,
+                capabilities=capture.container_capabilities(
+                    case.engine, capture.method_of(case.engine, case.capture, ctx.spec.sensor.capture_method))))
         self.phase("wire")
         existing = [side.session.setup.pre_wire() for side in self.order if side.session.setup]
         mtu = mtu_for(ctx.traces[self.pair.a.trace].max_frame)

@@ -227,6 +227,7 @@ class SensorSession:
             self.timeline.enter("setup")
         rf = self.run_facts
         self.sender_cpus = list(rf.cpus.sender)
+        method = capture.method_of(case.engine, case.capture, ctx.spec.sensor.capture_method)
         setup = self.setup = deps.make_setup(case.setup, SetupRequest(
             sup=self.sup, engine=self.engine, name=self.name, sample_dir=self.sample_dir, cpus=rf.quota,
             memory_bytes=case.memory_bytes, cpu_affinity=rf.cpus.sensor_affinity, read_only_paths=rf.read_only_paths,
@@ -235,6 +236,7 @@ class SensorSession:
             vfio_device=ctx.spec.setup.vfio_device, sriov_pf=ctx.spec.setup.sriov_pf,
             sriov_mac=ctx.spec.setup.sriov_mac, sriov_vlan=ctx.spec.setup.sriov_vlan,
             hugepages=ctx.spec.setup.hugepages, boot_timeout_s=ctx.spec.setup.boot_timeout_s,
+            capabilities=capture.container_capabilities(case.engine, method),
         ))
         self.phase("wire")
         wire = self.wire = self._make_wire(setup).up()

@@ -92,11 +92,13 @@ def ulimit_args() -> list[str]:
 
 def create_argv(rt: Runtime, *, name: str, image: str, network: str, limits: Limits,
                 rw_paths: Sequence[Path], ro_paths: Sequence[Path], workdir: Path | None,
-                command: Sequence[str], labels: dict[str, str] | None = None) -> list[str]:
-    """`create` for the sensor (or a pause) container: paths are bind-mounted at the same path."""
+                command: Sequence[str], labels: dict[str, str] | None = None,
+                capabilities: Sequence[str] = ()) -> list[str]:
+    """`create` for the sensor (or a pause) container: paths are bind-mounted at the same path; the
+    sensor gets CAPABILITIES and `capabilities` (what its capture method needs besides)."""
     argv = rt.argv("create", "--name", name, "--pull", "never", "--network", network,
                    "--log-driver", "none", "--pids-limit", str(PIDS_LIMIT), *ulimit_args())
-    for cap in CAPABILITIES:
+    for cap in dict.fromkeys([*CAPABILITIES, *capabilities]):
         argv += ["--cap-add", cap]
     argv += limit_args(limits)
     for path in dict.fromkeys(Path(p) for p in rw_paths):

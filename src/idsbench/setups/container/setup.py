@@ -95,7 +95,8 @@ class Container:
         create = crt.create_argv(
             rt, name=self.base, image=self.image.ref, network=self.network, limits=limits,
             rw_paths=[self.req.sample_dir], ro_paths=list(self.req.read_only_paths),
-            workdir=self.req.sample_dir, command=list(argv), labels={"org.idsbench.run": self.base})
+            workdir=self.req.sample_dir, command=list(argv), labels={"org.idsbench.run": self.base},
+            capabilities=self.req.capabilities)
         self.oom_watch.open()  # before the start: an OOM kill while loading rules counts too
         self.container_id = self._create(create)
         self.oom_watch.container_id = self.container_id
@@ -140,6 +141,7 @@ class Container:
                "image": self.image.ref, "image_suricata": self.image.suricata_version,
                "id": self.container_id, "pause_id": self.pause_id, "network": self.network,
                "netns": self.netns, "capture_interface": self.capture_interface(),
+               "capabilities": list(dict.fromkeys([*crt.CAPABILITIES, *self.req.capabilities])),
                "cgroup_dirs": {k: str(v) for k, v in self.stats.dirs.items()},
                "overhead_pids": self._overhead_pids, "exit_code": exit_code,
                "oom": {"cgroup_oom_kills": self.stats.oom_kills(), "kmsg_oom_kills": self.oom_watch.kills,
