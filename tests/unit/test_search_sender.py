@@ -207,3 +207,20 @@ def test_the_case_line_says_whose_limit_the_result_was():
     assert "sender-limited: the sensor was not the limit" in one(lower_bound=True, sender_limited=True)
     assert one(lower_bound=True).startswith("NDR >= 1e+05 pps (the axis' top)")
     assert "sender" not in one(bracket=(100_000.0, 105_000.0))
+
+
+def test_bypassed_packets_are_forwarded_not_lost():
+    """A kernel-side bypass drops an elephant's packets by design (its own waterfall line): the search
+    counts them as handled. Seen in a real xdp search before: 64,145 of 100,000 bypassed counted as lost
+    (loss ratio 0 in the waterfall, yet every trial above 1,111 pps failed)."""
+    from idsbench.search.measure import trial_count
+
+    wire = WireRecord(sender_tx_pkts=100_000, sender_tx_dropped=0, sensor_rx_pkts=100_000, sensor_rx_dropped=0,
+                      softnet_dropped=0, softnet_time_squeeze=0)
+    counters = Counters(captured_pkts=37_264, decoded_pkts=37_264, bypassed_pkts=64_145, bypassed_local_pkts=1_409)
+    w = waterfall_of(100_000, wire, counters, ())
+    assert w.unaccounted_pkts == 0 and w.lost_pkts == 0 and w.bypassed_pkts == 64_145
+    rec = TrialRecord(index=0, mode="warm", value=200_000.0, offered_pps=200_000.0, achieved_pps=200_000.0,
+                      duration_s=0.5, intended_duration_s=0.5, sent_pkts=100_000, counters=counters, waterfall=w)
+    assert trial_count(rec).forwarded == 100_000
+    assert trial_line("c", rec, [0.0]).endswith("lost 0 of 100,000 pkts (0.000%): pass")

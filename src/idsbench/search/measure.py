@@ -343,6 +343,7 @@ def trial_count(record: TrialRecord) -> mlr.TrialCount:
                        round(record.offered_pps * (record.duration_s or record.intended_duration_s or 0.0)))
     return mlr.TrialCount(
         intended=intended, offered=record.sent_pkts,
+        # a bypassed packet (idsbench.bypass) was handled by design, neither lost nor inspected
         forwarded=min(mlr.forwarded(record.sent_pkts, w.lost_pkts, w.unprocessed_pkts, record.behind_pkts),
-                      max(0, w.decoded_pkts - record.behind_pkts)),
+                      max(0, w.decoded_pkts + w.bypassed_pkts - record.behind_pkts)),
         duration_s=record.duration_s, accounted=record.accounted, why=why)
