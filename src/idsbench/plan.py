@@ -132,7 +132,7 @@ def check_names(spec: Spec) -> None:
         raise SpecError(f"setup.kinds: unknown setup kind(s) {', '.join(map(repr, unknown))}.",
                         fix=f"use {', '.join(KINDS)}.")
     capture.check(spec.sensor.engine, spec.sensor.capture, spec.sensor.capture_options,
-                  spec.sensor.capture_method)
+                  spec.sensor.capture_method, kinds=spec.setup.kinds)
     bypass.check(spec.sensor.engine, spec.sensor.bypass, spec.sensor.capture, spec.setup.kinds)
     tables = [k for k, value in spec.sensor.set.items() if isinstance(value, dict) and k not in registry.names()]
     if tables:

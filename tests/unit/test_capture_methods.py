@@ -251,3 +251,14 @@ def test_a_build_has_its_engines_methods_defaults_and_windows():
     with pytest.raises(SpecError, match="'cluster-type' is not an option of suricata's 'af-xdp'"):
         capture.check(["suricata@8.0.6"], ["af-xdp"], {"cluster-type": "cluster_qm"})
     assert capture.cold_trials_reason("snort", "pcap") is None  # only Suricata's libpcap reader is known to lag
+
+
+def test_af_xdp_in_native_mode_on_a_macvtap_setup_is_refused_naming_skb():
+    doc = {"name": "cap", "samples": 1, "sensor": {"capture": ["af-packet", "af-xdp"]},
+           "setup": {"kinds": ["baremetal", "container-vtap"]}}
+    with pytest.raises(SpecError, match="xdp-mode drv.*'container-vtap'.*no native XDP") as err:
+        plan(spec_from_dict(doc))
+    assert 'xdp-mode = "skb"' in (err.value.fix or "")
+    skb = {**doc, "sensor": {"capture": ["af-packet", "af-xdp"], "capture_options": {"af-xdp": {"xdp-mode": "skb"}}}}
+    assert len(plan(spec_from_dict(skb))) == 4
+    assert len(plan(spec_from_dict({**doc, "setup": {"kinds": ["baremetal", "container"]}}))) == 4
