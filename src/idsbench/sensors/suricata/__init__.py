@@ -353,7 +353,7 @@ class SuricataRun:
             kernel = final.bypassed_pkts - final.bypassed_local_pkts
             return dataclasses.replace(final, bypassed_pkts=final.bypassed_local_pkts
                                        + max(kernel, self.filter_drops))
-        # the XDP filter's drops never reach Suricata's counters before the flow manager's 60-s sweep of its
+        # the XDP filter's drops never reach Suricata's counters before the flow manager reads a bypassed flow at its timeout (100 s) in its
         # flow table (flow_bypassed.pkts stays 0 in a sample): counted at the interface instead
         return dataclasses.replace(final, bypassed_pkts=final.bypassed_pkts + self.filter_drops)
 
