@@ -353,8 +353,8 @@ class SuricataRun:
             kernel = final.bypassed_pkts - final.bypassed_local_pkts
             return dataclasses.replace(final, bypassed_pkts=final.bypassed_local_pkts
                                        + max(kernel, self.filter_drops))
-        # the XDP filter's drops never reach Suricata's counters before the flow manager reads a bypassed flow at its timeout (100 s) in its
-        # flow table (flow_bypassed.pkts stays 0 in a sample): counted at the interface instead
+        # the XDP filter's drops reach Suricata's counters only when its flow manager reads a bypassed flow at
+        # the flow's timeout (100 s; flow_bypassed.pkts stays 0 in a sample): counted at the interface instead
         return dataclasses.replace(final, bypassed_pkts=final.bypassed_pkts + self.filter_drops)
 
 
