@@ -34,7 +34,7 @@ from idsbench.proc import Supervisor
 from idsbench.run.context import CampaignContext
 from idsbench.run.drain import drain, near_idle_cores, wire_record
 from idsbench.run.duet_place import DuetPlacement, PlacementKind, Slot, place, slot_of
-from idsbench.run.facts import worker_threads
+from idsbench.run.facts import capture_method, worker_threads
 from idsbench.run.replay import ReplayOutcome, ReplayPlan, replay_plan
 from idsbench.run.session import Monitor, Phase, SampleDeps, SenderGroup, SensorCpu, SensorSession, TrialOutcome
 from idsbench.run.timeline import Timeline
@@ -171,7 +171,7 @@ class DuetSession:
                 cache_dir=ctx.cache_dir, runtime=ctx.spec.setup.runtime, swappiness=ctx.spec.setup.swappiness,
                 name_prefix=ctx.name_prefix, vcpus=ctx.spec.setup.vcpus, accel=ctx.spec.setup.accel,
                 capabilities=capture.container_capabilities(
-                    case.engine, capture.method_of(case.engine, case.capture, ctx.spec.sensor.capture_method))))
+                    case.engine, capture_method(case, ctx.spec))))
         self.phase("wire")
         existing = [side.session.setup.pre_wire() for side in self.order if side.session.setup]
         mtu = mtu_for(ctx.traces[self.pair.a.trace].max_frame)

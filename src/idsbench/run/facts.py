@@ -98,10 +98,15 @@ def case_options(ctx: CampaignContext, case: Case) -> SensorOptions:
     return dataclasses.replace(opts, config_overlay=ctx.overlays.get(case.config, opts.config_overlay))
 
 
+def capture_method(case: Case, spec: Spec) -> str:
+    """The capture method `case` runs (its axis value, else the engine's default: capture.method_of)."""
+    return capture.method_of(case.engine, case.capture, spec.sensor.capture_method)
+
+
 def with_capture(options: SensorOptions, spec: Spec, case: Case) -> SensorOptions:
     """`options` with the case's capture method (`capture`; None: the engine's default) and the spec's
     `capture_options` that apply to it (idsbench.capture)."""
-    method = capture.method_of(case.engine, case.capture, spec.sensor.capture_method)
+    method = capture_method(case, spec)
     opts = capture.options_for(method, spec.sensor.capture_options)
     return dataclasses.replace(options, capture=case.capture, capture_options=tuple(sorted(opts.items())),
                                bypass=case.bypass)

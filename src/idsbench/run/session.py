@@ -42,7 +42,7 @@ from idsbench.run.drain import (
     wire_record,
     wire_snapshot,
 )
-from idsbench.run.facts import allocation_cores, case_facts
+from idsbench.run.facts import allocation_cores, capture_method, case_facts
 from idsbench.run.replay import ReplayOutcome, ReplayPlan, Sender, TrafficSender, replay_plan
 from idsbench.run.timeline import Timeline
 from idsbench.run.verdict import describe_exit
@@ -227,7 +227,7 @@ class SensorSession:
             self.timeline.enter("setup")
         rf = self.run_facts
         self.sender_cpus = list(rf.cpus.sender)
-        method = capture.method_of(case.engine, case.capture, ctx.spec.sensor.capture_method)
+        method = capture_method(case, ctx.spec)
         setup = self.setup = deps.make_setup(case.setup, SetupRequest(
             sup=self.sup, engine=self.engine, name=self.name, sample_dir=self.sample_dir, cpus=rf.quota,
             memory_bytes=case.memory_bytes, cpu_affinity=rf.cpus.sensor_affinity, read_only_paths=rf.read_only_paths,
@@ -378,7 +378,7 @@ class SensorSession:
             ends = self.deps.snapshot(wire)
             return None if ends.sensor is None else ends.sensor.rx_pkts + ends.sensor.rx_dropped
 
-        method = capture.method_of(self.case.engine, self.case.capture, self.ctx.spec.sensor.capture_method)
+        method = capture_method(self.case, self.ctx.spec)
         window = capture.quiet_window_s(self.case.engine, method, QUIET_S)
         return QuietWatch(self.cpu_seconds, received, self.allocation, clock=self.deps.monotonic,
                           runnable=lambda: any_runnable(self.sensor_pids()), window_s=window)

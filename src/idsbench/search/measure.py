@@ -33,7 +33,7 @@ from idsbench.errors import SensorFailed
 from idsbench.infra.cgroups import CFS_PERIOD_US
 from idsbench.plan import Case
 from idsbench.run.context import CampaignContext
-from idsbench.run.facts import case_facts
+from idsbench.run.facts import capture_method, case_facts
 from idsbench.run.session import Phase, SampleDeps, SensorSession, TrialOutcome
 from idsbench.run.timeline import Timeline
 from idsbench.search import mlr
@@ -237,7 +237,7 @@ class Measurer(AbstractMeasurer):  # type: ignore[misc]
                 plan = session.plan(case, self.ctx.replay_paths(case), sample_dir)
                 # a method whose live counters lag (capture.COLD_TRIALS) is counted by its exit statistics,
                 # as a sample is: the drain may end once the sensor is quiet, the stop then counts
-                by_exit = capture.cold_trials_reason(case.engine, self._method(case)) is not None
+                by_exit = capture.cold_trials_reason(case.engine, capture_method(case, self.ctx.spec)) is not None
                 outcome = session.trial(plan, settle_s=0.0, measure_cpu=True, stop_after=by_exit)
             finally:
                 session.close()
@@ -245,9 +245,6 @@ class Measurer(AbstractMeasurer):  # type: ignore[misc]
                 outcome = _counted_at_exit(session, outcome)
         return trial_record(self.axis, trial, outcome, self.allocation(trial.value), index, self.repeat, "cold",
                             Carry())[0]
-
-    def _method(self, case: Case) -> str:
-        return capture.method_of(case.engine, case.capture, self.ctx.spec.sensor.capture_method)
 
     def _fresh_flows(self, case: Case) -> list[Path]:
         """Each warm trial sends flows no earlier trial sent (address blocks of the rewriter)."""

@@ -28,7 +28,7 @@ from idsbench import capture
 from idsbench.accounting import Waterfall, waterfall_of
 from idsbench.plan import Case
 from idsbench.run.context import CampaignContext
-from idsbench.run.facts import case_facts
+from idsbench.run.facts import capture_method, case_facts
 from idsbench.run.sample import SampleRun
 from idsbench.run.session import Phase, SampleDeps
 from idsbench.search import mlr
@@ -76,7 +76,7 @@ class CaseSearch:
         if self.warm and axis.name == "cpus" and self.case.setup != "baremetal":
             self.warm = False
             self.notes.append(f"the cpus axis on {self.case.setup} runs cold trials (its limit is set at start)")
-        method = capture.method_of(self.case.engine, self.case.capture, self.ctx.spec.sensor.capture_method)
+        method = capture_method(self.case, self.ctx.spec)
         cold_reason = capture.cold_trials_reason(self.case.engine, method)
         if self.warm and cold_reason:
             self.warm = False
