@@ -11,11 +11,17 @@ is computed from the very same samples:
   quiet-idle  before issue 28: CPU to the end of the drain minus the 0.2-s quiet window's rate × the span
 Printed side by side: median µs/packet, CV, and the samples. Target (issue 28's "done when", measured on an
 idle machine): the definition in use has a CV ≤ 3% on both traces.
+
+Where a spread comes from: a host-speed witness (witness.py; `--no-witness` leaves it out) runs a fixed
+~4-ms piece of work every 100 ms on the sensor's CPU; per sample it prints the piece's mean CPU time over
+the processing span, its correlation with the CPU per packet, and the CV of the CPU per packet divided by
+the witness's relative speed (printed, not targeted: it says whether the host's speed or the sensor moved).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import statistics
 import sys
@@ -28,7 +34,8 @@ from idsbench.run.campaign import run_campaign
 from idsbench.run.progress import Progress
 from idsbench.run.session import SampleDeps
 from idsbench.spec import spec_from_dict
-from idsbench.store.reader import load_campaign
+from idsbench.store.reader import SampleRecord, load_campaign
+from witness import Witness, default_cpu, pearson, span_mean
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "pcaps"
 CV_TARGET = 0.03
@@ -39,6 +46,34 @@ def _cv(values: list[float]) -> float:
     return statistics.stdev(values) / statistics.fmean(values) if len(values) > 1 else math.nan
 
 
+def _print_witness(ok: list[SampleRecord], pieces: list[tuple[float, float]], cpu: int) -> None:
+    """Per sample the witness's mean piece over the processing span; how the CPU per packet follows it."""
+    pinned = {s.summary.placement.sensor_cpus for s in ok if s.summary.placement}
+    if pinned != {(cpu,)}:
+        print(f"witness: on CPU {cpu}, the sensor on {sorted(map(str, pinned))}: not comparable")
+        return
+    pairs = []
+    for s in ok:
+        start = next((p.start_unix for p in s.summary.phases if p.name == "replay"), None)
+        cost = s.summary.cost
+        us = cpucost.us_per_pkt(cost, cpucost.USED) if cost else None
+        if start is None or cost is None or cost.processed_s is None or us is None:
+            continue
+        mean = span_mean(pieces, start, start + cost.processed_s)
+        if mean is not None:
+            pairs.append((us, mean))
+    if len(pairs) < 2:
+        print("witness: too few pieces inside the processing spans")
+        return
+    us_values, speeds = [p[0] for p in pairs], [p[1] for p in pairs]
+    ref = statistics.median(speeds)
+    adjusted = [u / (w / ref) for u, w in pairs]
+    print(f"witness on CPU {cpu} (ms per piece over the span): {', '.join(f'{w * 1e3:.3f}' for w in speeds)} "
+          f"(CV {_cv(speeds):.2%}); correlation with us/pkt r = {pearson(us_values, speeds):+.2f}; "
+          f"us/pkt / the witness's relative time: CV {_cv(adjusted):.2%} "
+          f"({', '.join(f'{v:.3f}' for v in adjusted)})")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--samples", type=int, default=6)
@@ -46,6 +81,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=8.0)
     ap.add_argument("--capture", type=Path, default=SHARED / "ndpi_pinterest.pcap")
     ap.add_argument("--keep", type=Path, default=None, help="write the campaign here (default: a temp dir)")
+    ap.add_argument("--no-witness", action="store_true", help="no host-speed witness on the sensor's CPU")
     args = ap.parse_args()
     generated = f"builtin:mixed?packets={int(args.pps * args.seconds)}&rate_pps={args.pps}"
     misses: list[str] = []
@@ -60,9 +96,12 @@ def main() -> int:
             "sensor": {"rules": ["builtin:events"], "ground_truth": False},
             "setup": {"cpus": [1.0]},
         })
-        run_campaign(spec, out, state_dir=settings.state_dir(), cache_dir=settings.cache_dir(),
-                     deps=SampleDeps(bench_pre_idle_s=PRE_IDLE_S), progress=Progress(2 * args.samples, live=False))
+        witness = Witness(default_cpu(), Path(tmp) / "witness.log")
+        with contextlib.nullcontext() if args.no_witness else witness:
+            run_campaign(spec, out, state_dir=settings.state_dir(), cache_dir=settings.cache_dir(),
+                         deps=SampleDeps(bench_pre_idle_s=PRE_IDLE_S), progress=Progress(2 * args.samples, live=False))
         campaign = load_campaign(out)
+        pieces = [] if args.no_witness else witness.pieces()
         for case in campaign.cases:
             name = case.case_id
             samples = campaign.samples_of(name)
@@ -90,6 +129,8 @@ def main() -> int:
                   f"quiet window after {', '.join(f'{v:.4f}' for v in quiet)}")
             print(f"processing span (s): {', '.join(f'{v:.2f}' for v in spans)}; "
                   f"overhead per sample (s): {', '.join(f'{s.summary.overhead_s or 0:.1f}' for s in ok)}")
+            if pieces:
+                _print_witness(ok, pieces, witness.cpu)
     return finish(misses)
 
 
