@@ -4,8 +4,9 @@ ticks net of the profiler's own clock (issue 28 item 7).
 Run as root: `.venv/bin/python benchmarks/bench_rule_ranking.py [--samples N] [--trace PCAP] [--pps R]`.
 One campaign of `suricata@8.0.6+profiling` with ET Open (../shared/data/rules) on a capture the tests do
 not use (default ndpi_pinterest), N samples (default 4). Per pair of samples: how many of the top 5 they
-share, by `ticks_total` and by `ticks_net` (ticks_total − checks × one cpuid;rdtsc;cpuid read from the host
-probe, at the TSC rate); and per sample the top 5 both ways with the clock's share of the rule time.
+share, by `ticks_total` and by `ticks_net` (ticks_total − checks × one read of the build's profiling clock
+from the host probe, at the TSC rate: lfence;rdtsc for idsbench's builds, cpuid;rdtsc;cpuid upstream); and
+per sample the top 5 both ways with the clock's share of the rule time.
 Target (issue 28's "done when"): every pair shares at least 4 of its top 5 by the figure the report ranks by.
 """
 
@@ -69,7 +70,7 @@ def main() -> int:
               f"{clock or 0:,.0f} ticks per check"
               + (f", ~{timing.timer_share:.0%} of all rule time" if timing and timing.timer_share is not None else ""))
         if clock is None:
-            misses.append("no clock cost (probe timers.cpuid_rdtsc_ns or the TSC rate missing): nothing to correct")
+            misses.append("no clock cost (the probe's timer figure for the build's clock or the TSC rate missing): nothing to correct")
             return finish(misses)
         for k, costs in profiles.items():
             by_sid = {c.sid: c for c in costs}

@@ -6,7 +6,7 @@
 #
 # <digest> is the build's cache key: the source archive's sha256, the configure flags, the compilers'
 # identity (cc, rustc, cargo, cbindgen versions), the capture libraries' versions (libxdp, libbpf, libelf:
-# AF_XDP) and this recipe's version; a change of any of them builds a new tree beside the old one. `.built` (key=value lines, written last) marks a finished tree, so a second
+# AF_XDP), the patches applied (scripts/patches/suricata-<version>-*.patch) and this recipe's version; a change of any of them builds a new tree beside the old one. `.built` (key=value lines, written last) marks a finished tree, so a second
 # call returns at once; the whole build log is kept as build.log beside it (also after a failure, as
 # <tree>.failed.log). Builds are serialised by a lock per cache.
 #
@@ -26,7 +26,7 @@
 # libelf-dev, so this script refuses to build without them and checks `suricata --build-info` afterwards.
 set -euo pipefail
 
-RECIPE=2  # bump when a change below alters the installed tree
+RECIPE=3  # bump when a change below alters the installed tree
 version=8.0.6
 source=""
 options=profiling
@@ -81,8 +81,15 @@ xdp_libs=""
 for pc in libxdp libbpf libelf; do
   xdp_libs+="$pc=$(pkg-config --modversion "$pc" 2>/dev/null || echo none);"
 done
+# our patches for this version (scripts/patches/suricata-<version>-*.patch, applied in name order): today
+# the profiling clock without cpuid (lfence-ticks), which the stamp records as profiler_clock
+patches=()
+for p in "$repo"/scripts/patches/suricata-"$version"-*.patch; do [ -e "$p" ] && patches+=("$p"); done
+patch_sha=$( (( ${#patches[@]} )) && cat "${patches[@]}" | sha256sum | cut -c1-16 || echo none)
+profiler_clock=cpuid-rdtsc-cpuid
+for p in "${patches[@]}"; do [[ $p == *-lfence-ticks.patch ]] && profiler_clock=lfence-rdtsc; done
 digest=$( { echo "$src_sha"; echo "recipe=$RECIPE configure=${configure[*]}"; echo "$compilers"
-            echo "$xdp_libs"; } | sha256sum | cut -c1-12)
+            echo "$xdp_libs"; echo "patches=$patch_sha"; } | sha256sum | cut -c1-12)
 base=$cache/suricata
 prefix=$base/$version-$opt_label-$digest
 stamp=$prefix/.built
@@ -152,6 +159,7 @@ else
   tar -xf "$source" -C "$work/src" --strip-components=1
 fi
 cd "$work/src"
+for p in "${patches[@]}"; do step "patch $(basename "$p")" patch -p1 -i "$p"; done
 [ -x configure ] || step autogen ./autogen.sh
 step configure ./configure --prefix="$prefix" --sysconfdir="$prefix/etc" --localstatedir="$prefix/var" \
   "${configure[@]}"
@@ -187,6 +195,8 @@ cp "$build_log" "$prefix/build.log"
   echo "hyperscan=$hyperscan"
   echo "profiling_rules=$profiling"
   echo "af_xdp=$af_xdp"
+  echo "patches=$(for p in "${patches[@]}"; do basename "$p"; done | paste -sd, -)"
+  echo "profiler_clock=$profiler_clock"
   echo "capture_libs=$xdp_libs"
   echo "jobs=$jobs"
   echo "build_s=$((t1 - t0))"

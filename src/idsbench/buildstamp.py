@@ -34,6 +34,9 @@ class SuricataBuild:
     hyperscan: bool
     profiling_rules: bool
     build_s: int
+    # the rule profiler's clock read: "lfence-rdtsc" (our patch, scripts/patches) or upstream's
+    # "cpuid-rdtsc-cpuid" (stamps from before the patch say nothing: upstream's)
+    profiler_clock: str = "cpuid-rdtsc-cpuid"
 
     @property
     def binary(self) -> Path:
@@ -47,7 +50,7 @@ class SuricataBuild:
         return {"build_version": self.version, "build_options": self.options, "configure_flags": self.configure,
                 "build_id": self.build_id, "source": self.source, "source_sha256": self.source_sha256,
                 "compilers": self.compilers, "build_s": self.build_s, "prefix": str(self.prefix),
-                "profiling_rules": self.profiling_rules}
+                "profiling_rules": self.profiling_rules, "profiler_clock": self.profiler_clock}
 
 
 def parse_stamp(prefix: Path, text: str) -> SuricataBuild:
@@ -58,7 +61,8 @@ def parse_stamp(prefix: Path, text: str) -> SuricataBuild:
             prefix=prefix, version=values["version"], options=values["options"], configure=values["configure"],
             source=values["source"], source_sha256=values["source_sha256"], compilers=values["compilers"],
             build_id=values["digest"], hyperscan=values["hyperscan"] == "yes",
-            profiling_rules=values["profiling_rules"] == "yes", build_s=int(values["build_s"]))
+            profiling_rules=values["profiling_rules"] == "yes", build_s=int(values["build_s"]),
+            profiler_clock=values.get("profiler_clock", "cpuid-rdtsc-cpuid"))
     except KeyError as exc:
         raise ValueError(f"build stamp lacks {exc.args[0]}") from None
 

@@ -77,7 +77,8 @@ class Thp(_Frozen):
 class TimerCosts(_Frozen):
     """ns per call, median over rounds (ibtimer); None when not measured (see `error`)."""
 
-    cpuid_rdtsc_ns: float | None = None
+    cpuid_rdtsc_ns: float | None = None   # upstream Suricata's profiling clock read
+    lfence_rdtsc_ns: float | None = None  # idsbench's Suricata builds' (scripts/patches)
     rdtsc_ns: float | None = None
     rdtscp_ns: float | None = None
     clock_gettime_ns: float | None = None

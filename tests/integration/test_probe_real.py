@@ -117,7 +117,7 @@ def test_probe_this_host_and_a_veth_in_a_namespace(veth_in_netns, tmp_path):
         assert p.hypervisor not in (None, "unknown")
         if lscpu_hypervisor():
             assert p.hypervisor == lscpu_hypervisor()
-    for key in ("cpuid_rdtsc_ns", "rdtsc_ns", "rdtscp_ns", "clock_gettime_ns"):
+    for key in ("cpuid_rdtsc_ns", "lfence_rdtsc_ns", "rdtsc_ns", "rdtscp_ns", "clock_gettime_ns"):
         value = getattr(p.timers, key)
         assert value is not None and value > 0, key
     veth = p.interfaces[iface]
@@ -159,6 +159,7 @@ def test_ibtimer_links_statically_and_runs(tmp_path):
     costs = parse_output(sh(*timer_argv(binary, rounds=3, round_ms=5)).stdout)
     assert costs.error is None and costs.cpuid_rdtsc_ns and costs.rdtsc_ns
     assert costs.cpuid_rdtsc_ns > costs.rdtsc_ns  # cpuid serializes (and traps in a VM)
+    assert costs.lfence_rdtsc_ns and costs.cpuid_rdtsc_ns > costs.lfence_rdtsc_ns  # lfence orders without a trap
 
 
 def _tuned_overlay(tmp_path: Path, ns: str, iface: str) -> tuple[Path, list[int], list[int]]:

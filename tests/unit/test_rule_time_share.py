@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from idsbench.analysis.rules import case_rule_time, case_rules, group_costs, rule_rows, top_sids, tsc_hz
+from idsbench.analysis.rules import case_rule_time, case_rules, group_costs, profiler_clock_ns, rule_rows, top_sids, tsc_hz
 from idsbench.store.reader import load_campaign
 from idsbench.store.rule_profile import RULE_PROFILE_FILE, RuleCost, write_profile
 from tests.fakecampaign import FakeCase, write_campaign
@@ -19,9 +19,10 @@ CPU_S = (0.5, 0.8)  # the sensor's CPU seconds in samples 0 and 1
 
 
 def _campaign(tmp_path: Path, unit: str, profiles: list[list[RuleCost]], tsc: float | None,
-              environment_tsc: float | None = None) -> Path:
+              environment_tsc: float | None = None, clock: str | None = None) -> Path:
     case = FakeCase(samples=2)
-    env = {"hostname": "h", "suricata": {"version": "8.0.6", **({"tsc_hz": environment_tsc} if environment_tsc else {})}}
+    env = {"hostname": "h", "suricata": {"version": "8.0.6", **({"tsc_hz": environment_tsc} if environment_tsc else {}),
+                                         **({"profiler_clock": clock} if clock else {})}}
     root = write_campaign(tmp_path / f"c-{unit}", [case], environment=env)
     if tsc is not None:
         (root / "probe.json").write_text(json.dumps({"tsc": {"hz": tsc, "rounds": 3}}))
@@ -149,6 +150,22 @@ def test_the_profilers_own_clock_is_estimated_and_named_where_cpuid_traps(tmp_pa
     assert t is not None and t.timer_share is not None and t.timer_share < 0.001 and t.timer_warning() is None
     snort = case_rule_time(load_campaign(_campaign(tmp_path, "us", SNORT, tsc=None)), campaign.cases[0].case_id)
     assert snort is not None and snort.timer_s is None and snort.timer_warning() is None
+
+
+def test_the_clock_taken_out_is_the_one_the_build_reads(tmp_path: Path) -> None:
+    """An idsbench build reads lfence;rdtsc (50 ns here), not cpuid;rdtsc;cpuid (5 ms): 10 checks × 50 ns of
+    the rules' 0.15 s; a build that recorded no clock (upstream's, older stamps) keeps the cpuid figure."""
+    timers = {"tsc": {"hz": 2e9, "rounds": 3}, "timers": {"cpuid_rdtsc_ns": 5e6, "lfence_rdtsc_ns": 50.0}}
+    patched = _campaign(tmp_path / "patched", "ticks", SURICATA, tsc=2e9, clock="lfence-rdtsc")
+    (patched / "probe.json").write_text(json.dumps(timers))
+    campaign = load_campaign(patched)
+    t = case_rule_time(campaign, campaign.cases[0].case_id)
+    assert t is not None and t.timer_ns_per_check == 50.0 and t.timer_s == pytest.approx(10 * 50e-9)
+    assert t.timer_warning() is None
+    assert profiler_clock_ns(campaign, "suricata") == 50.0
+    upstream = _campaign(tmp_path / "upstream", "ticks", SURICATA, tsc=2e9)
+    (upstream / "probe.json").write_text(json.dumps(timers))
+    assert profiler_clock_ns(load_campaign(upstream), "suricata") == 5e6
 
 
 def test_rules_rank_by_their_time_net_of_the_profilers_clock(tmp_path: Path) -> None:

@@ -104,6 +104,9 @@ def test_build_stamp_parses_and_names_a_missing_key(tmp_path: Path) -> None:
     b = parse_stamp(tmp_path, _stamp())
     assert (b.version, b.build_id, b.profiling_rules, b.hyperscan) == ("8.0.6", "1163df6de4b1", True, True)
     assert b.record()["source_sha256"] == "895234" and b.binary == tmp_path / "bin" / "suricata"
+    assert b.profiler_clock == "cpuid-rdtsc-cpuid"  # a stamp from before the clock patch: upstream's read
+    patched = parse_stamp(tmp_path, _stamp() + "patches=suricata-8.0.6-lfence-ticks.patch\nprofiler_clock=lfence-rdtsc\n")
+    assert patched.profiler_clock == "lfence-rdtsc" and patched.record()["profiler_clock"] == "lfence-rdtsc"
     with pytest.raises(ValueError, match="digest"):
         parse_stamp(tmp_path, _stamp().replace("digest=", "x="))
 

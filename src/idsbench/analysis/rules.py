@@ -17,10 +17,12 @@ each of them, so a share is an upper bound; on a host crowded enough to preempt 
 exceed what the CPU time allows.
 
 Rules are ranked by `ticks_net`: the rule time with the profiler's own clock taken out (per sample,
-ticks_total − checks × one cpuid;rdtsc;cpuid read at the TSC rate — probe.json `timers.cpuid_rdtsc_ns` —,
-at least 0; median over the ok samples). Suricata brackets each check with that read, so each interval holds
-about one: where cpuid traps (a VM: ~20 µs a read) the clock is most of the raw figure, and ranking by raw
-ticks follows the checks (measured: docs/architecture.md, "Rule profiling"). Where the clock's cost is not
+ticks_total − checks × one read of the build's clock at the TSC rate, at least 0; median over the ok
+samples). Suricata brackets each check with that read, so each interval holds about one. Upstream's read is
+cpuid;rdtsc;cpuid (probe.json `timers.cpuid_rdtsc_ns`): where cpuid traps (a VM: 7-35 µs a read) the clock is
+most of the raw figure and ranking by raw ticks follows the checks; idsbench's builds read lfence;rdtsc;lfence
+(scripts/patches, `timers.lfence_rdtsc_ns`, ~50 ns), which no hypervisor traps (measured:
+docs/architecture.md, "Rule profiling"). Where the clock's cost is not
 known (no probe figure, no TSC rate, Snort's µs from a steady clock) `ticks_net` is None and the rank is by
 `ticks_total`; `RuleRow.ranked_by` says which.
 
@@ -95,9 +97,9 @@ class GroupCost:
     unit: str = "ticks"
     time_share: float | None = None
     checks: float = 0.0
-    # The profiler's clock outside the timed intervals: Suricata reads it (cpuid;rdtsc;cpuid) before and
-    # after each check; about one read falls inside the rule's ticks, the other outside, uncounted. As a
-    # share of the sensor's CPU time (checks × the probe's cpuid_rdtsc_ns / CPU); None: not known.
+    # The profiler's clock outside the timed intervals: Suricata reads it before and after each check;
+    # about one read falls inside the rule's ticks, the other outside, uncounted. As a share of the
+    # sensor's CPU time (checks × one read, `profiler_clock_ns`, / CPU); None: not known.
     untimed_clock_share: float | None = None
 
     @property
@@ -125,9 +127,9 @@ class RuleTime:
     samples: int
     tsc_hz: float | None = None   # the rate ticks were converted with
     why_none: str | None = None   # why time_share is None
-    # The profiler's own clock inside the rule time: checks × one serialized TSC read (probe timers
-    # cpuid_rdtsc_ns; Suricata brackets each check with two, and each interval holds about one). Large where
-    # cpuid traps (a VM): then the rule times mostly count the profiler, not the rules. None: not known.
+    # The profiler's own clock inside the rule time: checks × one read of the build's clock
+    # (`profiler_clock_ns`; Suricata brackets each check with two, and each interval holds about one). Large
+    # where upstream's cpuid read traps (a VM): then the rule times mostly count the profiler. None: not known.
     timer_s: float | None = None
     timer_ns_per_check: float | None = None
 
@@ -144,7 +146,8 @@ class RuleTime:
         if share is None or self.timer_ns_per_check is None or share < TIMER_WARN_SHARE:
             return None
         return (f"about {share:.0%} of the rule time is the profiler's own clock ({self.timer_ns_per_check / 1e3:,.1f} µs "
-                "per rule check on this host, where cpuid traps), so the rule times rank rules by their checks "
+                "per rule check on this host: its build reads the clock with cpuid, which traps here), so the rule "
+                "times rank rules by their checks "
                 "more than by their cost; a ruleset axis on a plain build measures what the rules cost")
 
 
@@ -221,12 +224,12 @@ def _time_share(per_sample: dict[int, float], factors: list[float | None]) -> fl
 
 
 def clock_ticks_per_check(campaign: Campaign, engine: str, unit: str) -> float | None:
-    """The profiler's own clock inside one check's interval, in the profile's unit: one cpuid;rdtsc;cpuid read
-    (probe.json timers.cpuid_rdtsc_ns) at the campaign's TSC rate; None for µs (Snort: a steady clock, no
-    trap) or when either figure is missing."""
+    """The profiler's own clock inside one check's interval, in the profile's unit: one read of the engine's
+    clock (`profiler_clock_ns`) at the campaign's TSC rate; None for µs (Snort: a steady clock, no trap) or
+    when either figure is missing."""
     if unit != "ticks":
         return None
-    read_ns, rate = serialized_tick_ns(campaign), tsc_hz(campaign, engine)
+    read_ns, rate = profiler_clock_ns(campaign, engine), tsc_hz(campaign, engine)
     return read_ns * 1e-9 * rate if read_ns is not None and rate is not None else None
 
 
@@ -309,7 +312,7 @@ def case_rule_time(campaign: Campaign, case_id: str) -> RuleTime | None:
         why = "no TSC rate recorded for this campaign (its ticks cannot become seconds)"
     elif not cpus:
         why = "no sample recorded the sensor's CPU time (summary.cost)"
-    timer_ns = serialized_tick_ns(campaign) if unit == "ticks" else None
+    timer_ns = profiler_clock_ns(campaign, engine) if unit == "ticks" else None
     checks = float(median(sum(c.checks for c in costs) for _, costs in profiled))
     return RuleTime(case=case_id, engine=engine, unit=unit,
                     rule_time_s=float(median(totals.values())) * spu if spu is not None else None,
@@ -318,11 +321,18 @@ def case_rule_time(campaign: Campaign, case_id: str) -> RuleTime | None:
                     timer_s=checks * timer_ns * 1e-9 if timer_ns is not None else None, timer_ns_per_check=timer_ns)
 
 
-def serialized_tick_ns(campaign: Campaign) -> float | None:
-    """What one cpuid;rdtsc;cpuid read (Suricata's profiling clock) cost on the campaign's host: its probe's
-    timers.cpuid_rdtsc_ns; None when the probe did not measure it."""
+# probe.json `timers` key of each profiler clock read (buildstamp.SuricataBuild.profiler_clock)
+CLOCK_TIMER_KEYS = {"cpuid-rdtsc-cpuid": "cpuid_rdtsc_ns", "lfence-rdtsc": "lfence_rdtsc_ns"}
+
+
+def profiler_clock_ns(campaign: Campaign, engine: str) -> float | None:
+    """What one read of the engine's profiling clock cost on the campaign's host: the probe's figure for the
+    build's read (upstream cpuid;rdtsc;cpuid, which traps in a VM, or our builds' lfence;rdtsc;lfence);
+    None when the probe did not measure it."""
+    build = campaign.doc.environment.engines.get(engine)
+    clock = build.profiler_clock if build is not None else "cpuid-rdtsc-cpuid"
     timers = (read_probe_doc(campaign.root) or {}).get("timers")
-    return _number(timers.get("cpuid_rdtsc_ns")) if isinstance(timers, dict) else None
+    return _number(timers.get(CLOCK_TIMER_KEYS.get(clock, "cpuid_rdtsc_ns"))) if isinstance(timers, dict) else None
 
 
 def group_costs(campaign: Campaign, case_id: str, kind: str,
@@ -341,7 +351,7 @@ def group_costs(campaign: Campaign, case_id: str, kind: str,
     members: dict[str, set[tuple[int, int]]] = defaultdict(set)
     checks: dict[str, list[float]] = defaultdict(list)
     untimed: dict[str, list[float]] = defaultdict(list)
-    read_ns = serialized_tick_ns(campaign) if unit == "ticks" else None
+    read_ns = profiler_clock_ns(campaign, campaign.case(case_id).params.engine) if unit == "ticks" else None
     for i, (sample, costs) in enumerate(profiled):
         total = sum(c.ticks_total for c in costs) or 1
         sums: dict[str, float] = defaultdict(float)

@@ -111,11 +111,12 @@ def facts(p: HostProbe) -> list[tuple[str, str]]:
     if p.iommu is not None:
         rows.append(("IOMMU", iommu_text(p.iommu)))
     t = p.timers
-    timers = (f"cpuid;rdtsc;cpuid {_ns(t.cpuid_rdtsc_ns)}, rdtsc {_ns(t.rdtsc_ns)}, rdtscp {_ns(t.rdtscp_ns)}, "
+    timers = (f"cpuid;rdtsc;cpuid {_ns(t.cpuid_rdtsc_ns)}, lfence;rdtsc {_ns(t.lfence_rdtsc_ns)}, "
+              f"rdtsc {_ns(t.rdtsc_ns)}, rdtscp {_ns(t.rdtscp_ns)}, "
               f"clock_gettime {_ns(t.clock_gettime_ns)} (per call, median)")
     if t.cpuid_rdtsc_ns is not None and t.cpuid_rdtsc_ns > TICK_TRAP_NS:
         timers += ("; cpuid traps here (a VM exit per call): harmless unless the sensor is built with "
-                   "profiling, whose per-packet tick uses it")
+                   "upstream's profiling, whose per-packet tick uses it (idsbench's builds read lfence;rdtsc)")
     rows.append(("timers", timers))
     if p.tsc is not None:
         rows.append(("TSC", f"{p.tsc.hz:,.0f} Hz (rdtsc against CLOCK_MONOTONIC_RAW, {p.tsc.rounds} x "

@@ -17,7 +17,7 @@ from idsbench.probemodel import TimerCosts
 DEFAULT_ROUNDS = 7
 DEFAULT_ROUND_MS = 10
 TIMEOUT_S = 60.0
-KEYS = ("cpuid_rdtsc_ns", "rdtsc_ns", "rdtscp_ns", "clock_gettime_ns")
+KEYS = ("cpuid_rdtsc_ns", "lfence_rdtsc_ns", "rdtsc_ns", "rdtscp_ns", "clock_gettime_ns")
 
 
 def timer_argv(program: Path, *, rounds: int = DEFAULT_ROUNDS, round_ms: int = DEFAULT_ROUND_MS,
@@ -39,6 +39,7 @@ def parse_output(text: str) -> TimerCosts:
     rounds = doc.get("rounds")
     return TimerCosts(
         cpuid_rdtsc_ns=values["cpuid_rdtsc_ns"],
+        lfence_rdtsc_ns=values["lfence_rdtsc_ns"],
         rdtsc_ns=values["rdtsc_ns"],
         rdtscp_ns=values["rdtscp_ns"],
         clock_gettime_ns=values["clock_gettime_ns"],

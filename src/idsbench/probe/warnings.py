@@ -18,9 +18,11 @@ def warnings(probe: HostProbe) -> list[str]:
     if sensor is not None and sensor.profiling and tick is not None and tick > TICK_TRAP_NS:
         out.append(
             f"{sensor.engine} {sensor.version or ''} has profiling compiled in, and its per-packet tick "
-            f"(cpuid;rdtsc;cpuid) costs {tick / 1000:.1f} µs {where} (a VM exit per call; "
+            f"(upstream's cpuid;rdtsc;cpuid) costs {tick / 1000:.1f} µs {where} (a VM exit per call; "
             f"> {TICK_TRAP_NS / 1000:.0f} µs): throughput will be bound by the timer, not the "
-            "sensor. Fix: use a build without --enable-profiling, or run the sensor on bare metal."
+            "sensor. Fix: use idsbench's build (engine suricata@8.0.6+profiling: scripts/build-suricata.sh "
+            "patches the tick to lfence;rdtsc, which does not trap), a build without --enable-profiling, or "
+            "run the sensor on bare metal."
         )
     clock = probe.timers.clock_gettime_ns
     if clock is not None and clock > SLOW_CLOCK_NS:

@@ -16,7 +16,8 @@ from idsbench.store.reader import Campaign
 # `results --rules --format csv`: these columns, in this order (the JSON rows carry `hints` and `samples` too)
 CSV_FIELDS = ("case", "engine", "gid", "sid", "msg", "file", "category", "checks", "matches", "ticks_total",
               "ticks_avg", "ticks_max", "unit", "share", "time_share", "ticks_net", "ranked_by")
-LEGEND = ("net of clock: the total minus checks × one read of the profiler's clock (probe timers.cpuid_rdtsc_ns); "
+LEGEND = ("net of clock: the total minus checks × one read of the profiler's clock (probe timers.cpuid_rdtsc_ns, "
+          "or lfence_rdtsc_ns for idsbench's builds); "
           "share: of all rule time; of CPU: of the sensor's CPU time in the sample (medians over ok samples); "
           "matches –: the profiler gave no count (Suricata 8 subtracts a transaction rule's \"cannot match\" checks)")
 

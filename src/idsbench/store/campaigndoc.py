@@ -63,6 +63,13 @@ class EngineBuild(BaseModel):
         value = (self.model_extra or {}).get("tsc_hz")
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
+    @property
+    def profiler_clock(self) -> str:
+        """How a profiling Suricata reads its clock: "lfence-rdtsc" (idsbench's builds since the patch) or
+        "cpuid-rdtsc-cpuid" (upstream: Debian's, older builds, which recorded nothing)."""
+        value = (self.model_extra or {}).get("profiler_clock")
+        return value if isinstance(value, str) and value else "cpuid-rdtsc-cpuid"
+
     def record(self) -> JsonObject:
         """The build info exactly as stored (what the case key digests and a trend compares)."""
         return self.model_dump(mode="json", exclude_unset=True)

@@ -1,7 +1,8 @@
 /* ibtimer: what one call of each tick source costs on this (virtual) CPU, as JSON on stdout.
  *
- * Timed per call: "cpuid;rdtsc;cpuid" (the serialized tick Suricata's profiling reads per packet),
- * bare rdtsc, rdtscp, and clock_gettime(CLOCK_MONOTONIC). Each is run in loops of a calibrated
+ * Timed per call: "cpuid;rdtsc;cpuid" (the serialized tick upstream Suricata's profiling reads per packet),
+ * "lfence;rdtsc;lfence" (the tick idsbench's Suricata builds read: scripts/patches), bare rdtsc, rdtscp,
+ * and clock_gettime(CLOCK_MONOTONIC). Each is run in loops of a calibrated
  * length (about --round-ms per round), timed with CLOCK_MONOTONIC; the median ns/call over
  * --rounds rounds is printed, with the min and max. Under a hypervisor cpuid traps (a VM exit per
  * call), which is what makes a profiling build slow in a guest.
@@ -57,6 +58,16 @@ static inline uint64_t serialized_tick(void)
     cpuid(0, &a, &b, &c, &d);
     return t;
 }
+
+/* The same order without cpuid (which traps under a hypervisor): lfence waits for every earlier
+ * instruction before the read, and the later ones for it. */
+static inline uint64_t fenced_tick(void)
+{
+    __asm__ __volatile__("lfence" ::: "memory");
+    uint64_t t = rdtsc();
+    __asm__ __volatile__("lfence" ::: "memory");
+    return t;
+}
 #endif
 
 static uint64_t now_ns(void)
@@ -66,8 +77,8 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-enum timer { T_CPUID_RDTSC, T_RDTSC, T_RDTSCP, T_CLOCK_GETTIME, T_COUNT };
-static const char *const timer_key[T_COUNT] = {"cpuid_rdtsc", "rdtsc", "rdtscp", "clock_gettime"};
+enum timer { T_CPUID_RDTSC, T_LFENCE_RDTSC, T_RDTSC, T_RDTSCP, T_CLOCK_GETTIME, T_COUNT };
+static const char *const timer_key[T_COUNT] = {"cpuid_rdtsc", "lfence_rdtsc", "rdtsc", "rdtscp", "clock_gettime"};
 
 /* Nanoseconds taken by `iters` calls of timer `t`. */
 static uint64_t run_loop(enum timer t, uint64_t iters)
@@ -78,6 +89,7 @@ static uint64_t run_loop(enum timer t, uint64_t iters)
         switch (t) {
 #if HAVE_X86
         case T_CPUID_RDTSC: acc += serialized_tick(); break;
+        case T_LFENCE_RDTSC: acc += fenced_tick(); break;
         case T_RDTSC: acc += rdtsc(); break;
         case T_RDTSCP: acc += rdtscp(); break;
 #endif
