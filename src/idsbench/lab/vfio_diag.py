@@ -1,0 +1,425 @@
+"""A fast check of the nested VFIO lab's data path (issue 31): no sensor VM, one outer VM boot.
+
+    python -m idsbench.lab.vfio_diag VARIANT --out DIR       (host: boots the outer VM, ~2-5 min)
+    python -m idsbench.lab.vfio_diag --inner DIR              (what runs inside the outer VM)
+
+The outer VM is the lab's (lab/vfio.py: q35, a virtual IOMMU, an igb PF behind a root port, a virtio
+sender port on the same hub) with the VARIANT's IOMMU arguments and kernel parameters, booted from the
+cached vm image (no qemu inside: nothing is nested). Inside, one VF of the PF gets the MAC and trust the
+vm-vfio setup gives it, and frames addressed to it are sent from the virtio port by an AF_PACKET socket:
+
+1. `igbvf`: the VF on the outer VM's igbvf driver (what works in the full lab): frames counted by the
+   interface's rx_packets.
+2. `vfio`: the VF on vfio-pci, driven from userspace as the sensor VM's igbvf would drive it through
+   QEMU's vfio-pci: a VFIO type1 container, one DMA mapping (an RX ring and its buffers at an IOVA),
+   MSI-X vectors on eventfds, the VF reset and the VF_RESET mailbox handshake with the PF's igb driver,
+   RX queue 0 enabled. Then: descriptors written back (DMA through the emulated IOMMU), the VF's good-
+   packet counter, the eventfd counts (MSI-X through interrupt remapping), a software interrupt (EICS).
+
+The PF's VFRE, VMOLR and receive-address entries are read through its BAR (sysfs resource0, read only),
+and the outer qemu traces VT-d errors and the igb filter drops (DIR/qemu.txt). Everything lands in
+DIR/diag.json; the outer VM's console in DIR/console.log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import errno
+import fcntl
+import json
+import mmap
+import os
+import re
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+VF_MAC = "52:54:00:69:64:10"
+FRAMES = 20
+
+# The outer VM's IOMMU per variant: (qemu arguments before any PCI device, kernel parameters).
+VARIANTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "base": (("-device", "intel-iommu,intremap=on,caching-mode=on"), ("intel_iommu=on", "iommu=pt")),
+    "no-pt": (("-device", "intel-iommu,intremap=on,caching-mode=on"), ("intel_iommu=on",)),
+    "intremap-off": (("-device", "intel-iommu,intremap=off,caching-mode=on"),
+                     ("intel_iommu=on", "iommu=pt", "vfio_iommu_type1.allow_unsafe_interrupts=1")),
+    "virtio-iommu": (("-device", "virtio-iommu-pci"), ("iommu=pt", "vfio_iommu_type1.allow_unsafe_interrupts=1")),
+}
+TRACES = ("vtd_err*", "vtd_warn*", "vtd_fault*", "vtd_frr*", "vtd_ce_not_present", "vtd_ir_remap_msi",
+          "e1000e_rx_flt_dropped", "e1000e_rx_not_written_to_guest", "e1000e_rx_written_to_guest",
+          "igb_core_vf_reset", "virtio_iommu_translate_out", "virtio_iommu_*fault*")
+
+# linux/vfio.h: _IO(';', 100 + n)
+VFIO_GET_API_VERSION, VFIO_CHECK_EXTENSION, VFIO_SET_IOMMU = 0x3B64, 0x3B65, 0x3B66
+VFIO_GROUP_GET_STATUS, VFIO_GROUP_SET_CONTAINER, VFIO_GROUP_GET_DEVICE_FD = 0x3B67, 0x3B68, 0x3B6A
+VFIO_DEVICE_GET_REGION_INFO, VFIO_DEVICE_GET_IRQ_INFO, VFIO_DEVICE_SET_IRQS = 0x3B6C, 0x3B6D, 0x3B6E
+VFIO_IOMMU_MAP_DMA, VFIO_IOMMU_UNMAP_DMA = 0x3B71, 0x3B72
+VFIO_TYPE1v2_IOMMU = 3
+VFIO_PCI_MSIX_IRQ_INDEX, VFIO_PCI_CONFIG_REGION_INDEX = 2, 7
+IRQ_DATA_NONE, IRQ_DATA_EVENTFD, IRQ_ACTION_TRIGGER = 1, 4, 32
+
+# igbvf registers (Linux drivers/net/ethernet/intel/igbvf/regs.h, mbx.h)
+CTRL, STATUS, EICS, EIMS, EIAC, EIAM = 0x0000, 0x0008, 0x1520, 0x1524, 0x152C, 0x1530
+IVAR0, IVAR_MISC, VGPRC = 0x1700, 0x1740, 0x0F10
+RDBAL, RDBAH, RDLEN, SRRCTL, RDH, RDT, RXDCTL = 0x2800, 0x2804, 0x2808, 0x280C, 0x2810, 0x2818, 0x2828
+V2PMAILBOX, VMBMEM = 0x0C40, 0x0800
+MBX_REQ, MBX_ACK, MBX_VFU, MBX_PFSTS, MBX_PFACK, MBX_RSTI, MBX_RSTD = 0x1, 0x2, 0x4, 0x10, 0x20, 0x40, 0x80
+VF_RESET_MSG, MSG_ACK, MSG_NACK = 0x01, 0x80000000, 0x40000000
+# PF registers (igb's e1000_regs.h), read only here
+PF_REGS = {"VFRE": 0x0C8C, "VFTE": 0x0C90, "VFLRE": 0x0C88, "MRQC": 0x5818, "VT_CTL": 0x581C,
+           "VMOLR0": 0x5AD0, "VMOLR1": 0x5AD4, "RCTL": 0x0100, "RXDCTL0": 0xC028, "RXDCTL1": 0xC068}
+
+RING = 32                     # descriptors (16 bytes each: RDLEN a multiple of 128)
+IOVA = 0x10000000             # where the ring and the buffers sit for the VF
+DMA_SIZE = 1 << 20
+BUF = 2048
+
+
+def log(line: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {line}", flush=True)
+
+
+def sh(argv: list[str]) -> str:
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    return (done.stdout + done.stderr).strip()
+
+
+def write(path: str, value: str) -> None:
+    try:
+        Path(path).write_text(value)
+    except OSError as exc:
+        log(f"write {value!r} > {path}: {exc}")
+
+
+def port(driver: str) -> tuple[str, str]:
+    for net in sorted(Path("/sys/class/net").iterdir()):
+        try:
+            if os.path.basename(os.readlink(net / "device" / "driver")) == driver:
+                return net.name, os.path.basename(os.readlink(net / "device"))
+        except OSError:
+            continue
+    raise SystemExit(f"no interface driven by {driver}")
+
+
+def rebind(bdf: str, driver: str | None) -> str | None:
+    dev = Path("/sys/bus/pci/devices") / bdf
+    if (dev / "driver").exists():
+        write(str(dev / "driver" / "unbind"), bdf)
+    write(str(dev / "driver_override"), (driver or "") + "\n")
+    if driver:
+        write("/sys/bus/pci/drivers_probe", bdf)
+        for _ in range(100):
+            if (dev / "driver").exists():
+                break
+            time.sleep(0.1)
+    return os.path.basename(os.readlink(dev / "driver")) if (dev / "driver").exists() else None
+
+
+def mac_bytes(mac: str) -> bytes:
+    return bytes(int(x, 16) for x in mac.split(":"))
+
+
+def send_frames(ifname: str, n: int = FRAMES) -> int:
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((ifname, 0))
+    src = Path(f"/sys/class/net/{ifname}/address").read_text().strip()
+    sent = 0
+    for i in range(n):
+        frame = mac_bytes(VF_MAC) + mac_bytes(src) + b"\x88\xb5" + struct.pack("!I", i) + b"idsbench-vfio-diag" * 3
+        sent += s.send(frame) > 0
+        time.sleep(0.05)
+    s.close()
+    return sent
+
+
+def pf_regs(pf_bdf: str) -> dict[str, str]:
+    """Plain (not read-to-clear) PF registers, and the receive-address entries that name a pool."""
+    out: dict[str, str] = {}
+    try:
+        with open(f"/sys/bus/pci/devices/{pf_bdf}/resource0", "rb") as fh:
+            bar = mmap.mmap(fh.fileno(), 0x10000, mmap.MAP_SHARED, mmap.PROT_READ)
+    except OSError as exc:
+        return {"error": str(exc)}
+
+    def rd(off: int) -> int:
+        return int(struct.unpack_from("<I", bar, off)[0])
+
+    for name, off in PF_REGS.items():
+        out[name] = f"{rd(off):#010x}"
+    for i in range(24):
+        off = 0x5400 + 8 * i if i < 16 else 0x54E0 + 8 * (i - 16)
+        ral, rah = rd(off), rd(off + 4)
+        if rah & 0x80000000:
+            mac = struct.pack("<IH", ral, rah & 0xFFFF)
+            out[f"RA{i}"] = f"{mac.hex(':')} pool-bits {(rah >> 18) & 0xFF:#04x}"
+    bar.close()
+    return out
+
+
+class Dev:
+    """A VFIO device's BAR0 and config space through the device fd (pread/pwrite)."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.bar0 = self.region(0)[1]
+        self.cfg = self.region(VFIO_PCI_CONFIG_REGION_INDEX)[1]
+
+    def region(self, index: int) -> tuple[int, int]:
+        buf = bytearray(struct.pack("<IIIIQQ", 32, 0, index, 0, 0, 0))
+        fcntl.ioctl(self.fd, VFIO_DEVICE_GET_REGION_INFO, buf)
+        _, _, _, _, size, offset = struct.unpack("<IIIIQQ", buf)
+        return size, offset
+
+    def rd(self, reg: int) -> int:
+        return int(struct.unpack("<I", os.pread(self.fd, 4, self.bar0 + reg))[0])
+
+    def wr(self, reg: int, val: int) -> None:
+        os.pwrite(self.fd, struct.pack("<I", val & 0xFFFFFFFF), self.bar0 + reg)
+
+    def cfg16(self, off: int, val: int | None = None) -> int:
+        if val is not None:
+            os.pwrite(self.fd, struct.pack("<H", val), self.cfg + off)
+        return int(struct.unpack("<H", os.pread(self.fd, 2, self.cfg + off))[0])
+
+
+def mailbox_reset(dev: Dev, report: dict[str, Any]) -> None:
+    """igbvf's e1000_reset_hw_vf: CTRL.RST, wait for RSTD, VF_RESET to the PF, wait for its ACK + MAC."""
+    seen = 0
+
+    def poll(bits: int, timeout_s: float) -> bool:
+        nonlocal seen
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            seen |= dev.rd(V2PMAILBOX)   # PFSTS/PFACK/RSTD clear on read: keep what was seen
+            if seen & bits:
+                seen &= ~bits
+                return True
+            time.sleep(0.01)
+        return False
+
+    dev.wr(CTRL, dev.rd(CTRL) | 0x04000000)
+    report["rstd"] = poll(MBX_RSTD, 1.0)  # igbvf goes on without it too
+    dev.wr(V2PMAILBOX, MBX_VFU)
+    report["vfu_locked"] = bool(dev.rd(V2PMAILBOX) & MBX_VFU)
+    dev.wr(VMBMEM, VF_RESET_MSG)
+    dev.wr(V2PMAILBOX, MBX_REQ)
+    report["pf_ack"] = poll(MBX_PFACK, 10.0)
+    report["pf_sts"] = poll(MBX_PFSTS, 10.0)
+    dev.wr(V2PMAILBOX, MBX_VFU)
+    msg = [dev.rd(VMBMEM + 4 * i) for i in range(3)]
+    dev.wr(V2PMAILBOX, MBX_ACK)
+    report["reply"] = [f"{w:#010x}" for w in msg]
+    report["reply_mac"] = struct.pack("<II", msg[1], msg[2])[:6].hex(":")
+    report["reset_acked"] = msg[0] == (VF_RESET_MSG | MSG_ACK)
+
+
+def vfio_probe(vf: str, sender: str, report: dict[str, Any]) -> None:
+    group = os.path.basename(os.readlink(f"/sys/bus/pci/devices/{vf}/iommu_group"))
+    report["group"] = group
+    container = os.open("/dev/vfio/vfio", os.O_RDWR)
+    report["api"] = fcntl.ioctl(container, VFIO_GET_API_VERSION)
+    report["type1v2"] = fcntl.ioctl(container, VFIO_CHECK_EXTENSION, VFIO_TYPE1v2_IOMMU)
+    gfd = os.open(f"/dev/vfio/{group}", os.O_RDWR)
+    status = bytearray(struct.pack("<II", 8, 0))
+    fcntl.ioctl(gfd, VFIO_GROUP_GET_STATUS, status)
+    report["group_viable"] = bool(struct.unpack("<II", status)[1] & 1)
+    fcntl.ioctl(gfd, VFIO_GROUP_SET_CONTAINER, struct.pack("<i", container))
+    try:
+        fcntl.ioctl(container, VFIO_SET_IOMMU, VFIO_TYPE1v2_IOMMU)
+    except OSError as exc:
+        report["set_iommu_error"] = str(exc)
+        raise
+    fd = fcntl.ioctl(gfd, VFIO_GROUP_GET_DEVICE_FD, bytearray(vf.encode() + b"\0"))
+    dev = Dev(fd)
+    report["cmd_before"] = f"{dev.cfg16(4):#06x}"
+    report["cmd_after"] = f"{dev.cfg16(4, dev.cfg16(4) | 0x6):#06x}"  # memory space + bus master
+
+    mem = mmap.mmap(-1, DMA_SIZE, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, mmap.PROT_READ | mmap.PROT_WRITE)
+    vaddr = ctypes.addressof(ctypes.c_char.from_buffer(mem))
+    fcntl.ioctl(container, VFIO_IOMMU_MAP_DMA, struct.pack("<IIQQQ", 32, 3, vaddr, IOVA, DMA_SIZE))
+    report["dma_mapped"] = f"{IOVA:#x}+{DMA_SIZE:#x}"
+
+    irq = bytearray(struct.pack("<IIII", 16, 0, VFIO_PCI_MSIX_IRQ_INDEX, 0))
+    fcntl.ioctl(fd, VFIO_DEVICE_GET_IRQ_INFO, irq)
+    nvec = min(3, struct.unpack("<IIII", irq)[3])
+    efds = [os.eventfd(0, os.EFD_NONBLOCK) for _ in range(nvec)]
+    fcntl.ioctl(fd, VFIO_DEVICE_SET_IRQS, struct.pack(f"<IIIII{nvec}i", 20 + 4 * nvec,
+                                                      IRQ_DATA_EVENTFD | IRQ_ACTION_TRIGGER,
+                                                      VFIO_PCI_MSIX_IRQ_INDEX, 0, nvec, *efds))
+    report["msix_vectors"] = nvec
+
+    def counts() -> list[int]:
+        out = []
+        for e in efds:
+            try:
+                out.append(int.from_bytes(os.read(e, 8), "little"))
+            except OSError as exc:
+                if exc.errno != errno.EAGAIN:
+                    raise
+                out.append(0)
+        return out
+
+    try:
+        mb: dict[str, Any] = {}
+        mailbox_reset(dev, mb)
+        report["mailbox"] = mb
+        report["status"] = f"{dev.rd(STATUS):#010x}"
+        # interrupts: RX queue 0 -> vector 0, TX -> 1, mailbox -> 2
+        dev.wr(IVAR0, 0x8180)
+        dev.wr(IVAR_MISC, 0x82)
+        dev.wr(EIAC, 0x7)
+        dev.wr(EIAM, 0x7)
+        dev.wr(EIMS, 0x7)
+        report["eventfds_after_reset"] = counts()
+        dev.wr(EICS, 0x1)  # a software interrupt on vector 0
+        time.sleep(1.0)
+        report["eventfds_after_eics"] = counts()
+        # RX queue 0: ring at IOVA, buffers after it
+        dev.wr(RXDCTL, 0)
+        for i in range(RING):
+            struct.pack_into("<QQ", mem, 16 * i, IOVA + 0x1000 + BUF * i, 0)
+        dev.wr(RDBAL, IOVA)
+        dev.wr(RDBAH, 0)
+        dev.wr(RDLEN, RING * 16)
+        dev.wr(SRRCTL, 0x80000000 | 0x02000000 | (BUF >> 10))
+        dev.wr(RDH, 0)
+        dev.wr(RDT, 0)
+        dev.wr(RXDCTL, 0x02000000 | (8 << 16) | (8 << 8) | 16)
+        dev.wr(RDT, RING - 1)
+        report["rx_regs"] = {n: f"{dev.rd(r):#010x}" for n, r in
+                             (("RDBAL", RDBAL), ("RDLEN", RDLEN), ("SRRCTL", SRRCTL), ("RXDCTL", RXDCTL),
+                              ("RDH", RDH), ("RDT", RDT))}
+        report["pf_regs_before_send"] = pf_regs(report["pf_bdf"])
+        gprc0 = dev.rd(VGPRC)
+        report["sent"] = send_frames(sender)
+        time.sleep(3.0)
+        done = [i for i in range(RING) if struct.unpack_from("<I", mem, 16 * i + 8)[0] & 1]
+        lengths = [struct.unpack_from("<H", mem, 16 * i + 12)[0] for i in done]
+        report["rx"] = {"descriptors_done": len(done), "lengths": lengths[:5], "RDH": dev.rd(RDH),
+                        "VGPRC_delta": dev.rd(VGPRC) - gprc0, "eventfds": counts(),
+                        "first_bytes": bytes(mem[0x1000:0x1000 + 14]).hex() if done else None}
+        report["pf_regs_after_send"] = pf_regs(report["pf_bdf"])
+    finally:
+        fcntl.ioctl(fd, VFIO_DEVICE_SET_IRQS, struct.pack("<IIIII", 20, IRQ_DATA_NONE | IRQ_ACTION_TRIGGER,
+                                                          VFIO_PCI_MSIX_IRQ_INDEX, 0, 0))
+        fcntl.ioctl(container, VFIO_IOMMU_UNMAP_DMA, struct.pack("<IIQQ", 24, 0, IOVA, DMA_SIZE))
+        for e in efds:
+            os.close(e)
+        os.close(fd)
+        os.close(gfd)
+        os.close(container)
+
+
+def inner(out: Path) -> int:
+    report: dict[str, Any] = {"cmdline": Path("/proc/cmdline").read_text().strip()}
+    sh(["modprobe", "-a", "virtio_iommu", "igb", "igbvf", "vfio-pci"])  # virtio_iommu: its variant only
+    time.sleep(1.0)
+    pf, pf_bdf = port("igb")
+    sender, _ = port("virtio_net")
+    report.update(pf=pf, pf_bdf=pf_bdf, sender=sender)
+    for ifname in (pf, sender):
+        sh(["ip", "link", "set", "dev", ifname, "up"])
+    dev = Path("/sys/bus/pci/devices") / pf_bdf
+    write(str(dev / "sriov_drivers_autoprobe"), "0")
+    write(str(dev / "sriov_numvfs"), "1")
+    time.sleep(1.0)
+    vf = os.path.basename(os.readlink(dev / "virtfn0"))
+    report["vf"] = vf
+    report["ip_vf"] = sh(["ip", "link", "set", "dev", pf, "vf", "0", "mac", VF_MAC, "spoofchk", "off", "trust", "on"])
+    report["iommu_groups"] = len(list(Path("/sys/kernel/iommu_groups").glob("*")))
+    try:
+        # 1. the VF on igbvf in the outer VM
+        ctl: dict[str, Any] = {"driver": rebind(vf, "igbvf")}
+        time.sleep(2.0)
+        vif = next((p.name for p in Path(f"/sys/bus/pci/devices/{vf}/net").iterdir()), None) \
+            if Path(f"/sys/bus/pci/devices/{vf}/net").is_dir() else None
+        if vif:
+            sh(["ip", "link", "set", "dev", vif, "up"])
+            for _ in range(60):
+                if Path(f"/sys/class/net/{vif}/carrier").read_text(errors="replace").strip() == "1":
+                    break
+                time.sleep(0.5)
+            before = int(Path(f"/sys/class/net/{vif}/statistics/rx_packets").read_text())
+            ctl["sent"] = send_frames(sender)
+            time.sleep(3.0)
+            ctl["rx_packets"] = int(Path(f"/sys/class/net/{vif}/statistics/rx_packets").read_text()) - before
+            ctl["interrupts"] = [line.strip() for line in Path("/proc/interrupts").read_text().splitlines()
+                                 if vif in line or "igbvf" in line]
+        report["igbvf"] = ctl
+        log(f"igbvf: {ctl}")
+        # 2. the VF on vfio-pci, from userspace
+        v: dict[str, Any] = {"driver": rebind(vf, "vfio-pci"), "pf_bdf": pf_bdf}
+        report["vfio"] = v
+        try:
+            vfio_probe(vf, sender, v)
+        except Exception as exc:  # reported with what was seen so far
+            v["error"] = f"{type(exc).__name__}: {exc}"
+        log(f"vfio: {json.dumps(v)}")
+        report["interrupts_vfio"] = [line.strip() for line in Path("/proc/interrupts").read_text().splitlines()
+                                     if "vfio" in line]
+    finally:
+        rebind(vf, None)
+        write(str(dev / "sriov_numvfs"), "0")
+        report["dmesg"] = [line for line in sh(["dmesg"]).splitlines()
+                           if any(k in line for k in ("DMAR", "vfio", "igb", "iommu", "IOMMU", "remapping"))][-80:]
+        (out / "diag.json").write_text(json.dumps(report, indent=1, default=str))
+    return 0
+
+
+def run_diag(variant: str, out_dir: Path) -> dict[str, Any]:
+    from idsbench import settings
+    from idsbench.lab.vfio import outer_nic_args
+    from idsbench.proc import Supervisor
+    from idsbench.setups.vm.guestrun import GuestCommand, GuestRunOptions, run_in_guest
+    from idsbench.teardown import TeardownStack
+
+    machine_args, kernel_args = VARIANTS[variant]
+    out = out_dir.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    env = (("PYTHONDONTWRITEBYTECODE", "1"), ("HOME", "/root"), ("LC_ALL", "C.UTF-8"),
+           ("PATH", f"{Path(sys.executable).parent}:/usr/sbin:/usr/bin:/sbin:/bin"))
+    command = GuestCommand(argv=(sys.executable, "-m", "idsbench.lab.vfio_diag", "--inner", str(out)), env=env)
+    trace = tuple(a for t in TRACES for a in ("-trace", t))
+    opts = GuestRunOptions(name=f"{settings.name_prefix()}-vfiodiag", vcpus=2, memory_mib=1536, accel="tcg",
+                           tcg_threads="multi", boot_timeout_s=900.0, timeout_s=600.0,
+                           machine="q35,kernel-irqchip=split", machine_args=machine_args,
+                           qemu_args=(*outer_nic_args(), *trace), kernel_args=kernel_args)
+    t0 = time.monotonic()
+    with TeardownStack(state_dir=settings.state_dir()) as td:
+        result = run_in_guest(Supervisor(td), command, out, cache_dir=settings.cache_dir(), options=opts)
+    diag_file = out / "diag.json"
+    diag: dict[str, Any] = json.loads(diag_file.read_text()) if diag_file.exists() else {}
+    counts: dict[str, int] = {}
+    qemu_txt = out / "qemu.txt"
+    for line in (qemu_txt.read_text(errors="replace").splitlines() if qemu_txt.exists() else []):
+        m = re.match(r"(?:\d+@[\d.]+:)?([a-z][a-z0-9_]+)[ (]", line)  # the log backend: PID@TIME:event args
+        if m:
+            counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    summary = {"variant": variant, "boot_s": result.boot_s, "run_s": result.run_s, "exit": result.exit_code,
+               "failure": result.failure, "wall_s": round(time.monotonic() - t0, 1), "qemu_lines": counts,
+               "igbvf": diag.get("igbvf"), "vfio": diag.get("vfio")}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    return summary
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m idsbench.lab.vfio_diag")
+    ap.add_argument("variant", nargs="?", choices=sorted(VARIANTS), default="base")
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--inner", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.inner:
+        return inner(args.inner)
+    if args.out is None:
+        ap.error("--out DIR is needed")
+    print(json.dumps(run_diag(args.variant, args.out), indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
