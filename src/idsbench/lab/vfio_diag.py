@@ -31,6 +31,7 @@ import json
 import mmap
 import os
 import re
+import signal
 import socket
 import struct
 import subprocess
@@ -50,9 +51,9 @@ VARIANTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                      ("intel_iommu=on", "iommu=pt", "vfio_iommu_type1.allow_unsafe_interrupts=1")),
     "virtio-iommu": (("-device", "virtio-iommu-pci"), ("iommu=pt", "vfio_iommu_type1.allow_unsafe_interrupts=1")),
 }
-TRACES = ("vtd_err*", "vtd_warn*", "vtd_fault*", "vtd_frr*", "vtd_ce_not_present", "vtd_ir_remap_msi",
-          "e1000e_rx_flt_dropped", "e1000e_rx_not_written_to_guest", "e1000e_rx_written_to_guest",
-          "igb_core_vf_reset", "virtio_iommu_translate_out", "virtio_iommu_*fault*")
+TRACES = ("vtd_err*", "vtd_warn*", "vtd_fault*", "vtd_frr*", "vtd_ce_not_present*", "vtd_ir_remap_msi*",
+          "e1000e_rx_flt_dropped*", "e1000e_rx_not_written_to_guest*", "e1000e_rx_written_to_guest*",
+          "igb_core_vf_reset*", "virtio_iommu_translate_out*", "virtio_iommu_*fault*")  # patterns: no error if absent
 
 # linux/vfio.h: _IO(';', 100 + n)
 VFIO_GET_API_VERSION, VFIO_CHECK_EXTENSION, VFIO_SET_IOMMU = 0x3B64, 0x3B65, 0x3B66
@@ -386,7 +387,7 @@ def run_diag(variant: str, out_dir: Path) -> dict[str, Any]:
     command = GuestCommand(argv=(sys.executable, "-m", "idsbench.lab.vfio_diag", "--inner", str(out)), env=env)
     trace = tuple(a for t in TRACES for a in ("-trace", t))
     opts = GuestRunOptions(name=f"{settings.name_prefix()}-vfiodiag", vcpus=2, memory_mib=1536, accel="tcg",
-                           tcg_threads="multi", boot_timeout_s=900.0, timeout_s=600.0,
+                           tcg_threads="multi", boot_timeout_s=300.0, timeout_s=240.0,
                            machine="q35,kernel-irqchip=split", machine_args=machine_args,
                            qemu_args=(*outer_nic_args(), *trace), kernel_args=kernel_args)
     t0 = time.monotonic()
@@ -415,6 +416,7 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     if args.inner:
         return inner(args.inner)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout unwinds the teardown (qemu stopped)
     if args.out is None:
         ap.error("--out DIR is needed")
     print(json.dumps(run_diag(args.variant, args.out), indent=1, default=str))
