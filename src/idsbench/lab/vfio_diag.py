@@ -316,6 +316,80 @@ def vfio_probe(vf: str, sender: str, report: dict[str, Any]) -> None:
         os.close(container)
 
 
+INNER_INIT = r"""#!/bin/sh
+# the vfio_diag VM's init (the image's initrd: klibc sh, modprobe, ipconfig): igbvf up, counters to the console
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+mkdir -p /proc /sys /dev; mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev
+echo "IBDIAG boot $(cat /proc/uptime)"
+modprobe igbvf
+i=0; while [ ! -e /sys/class/net/eth0 ] && [ $i -lt 120 ]; do sleep 1; i=$((i+1)); done
+ipconfig -t 30 -d 198.18.5.2::0.0.0.0:255.255.255.0::eth0:none 2>&1 | while read -r l; do echo "IBDIAG ipconfig $l"; done
+i=0; while [ "$(cat /sys/class/net/eth0/carrier 2>/dev/null)" != 1 ] && [ $i -lt 60 ]; do sleep 1; i=$((i+1)); done
+dmesg | while read -r l; do case "$l" in *igbvf*|*eth0*|*DMAR*|*MSI*|*PF*) echo "IBDIAG dmesg $l";; esac; done
+echo "IBDIAG ready $(cat /sys/class/net/eth0/address) carrier $(cat /sys/class/net/eth0/carrier) $(cat /proc/uptime)"
+n=0; S=/sys/class/net/eth0/statistics
+while [ $n -lt 200 ]; do
+  echo "IBDIAG rx $(cat $S/rx_packets) err $(cat $S/rx_errors) drop $(cat $S/rx_dropped) missed $(cat $S/rx_missed_errors)"
+  while read -r l; do case "$l" in *eth0*|*igbvf*) echo "IBDIAG irq $l";; esac; done < /proc/interrupts
+  sleep 5; n=$((n+1))
+done
+poweroff -f
+"""
+
+
+def newc(files: dict[str, tuple[int, bytes]]) -> bytes:
+    """An uncompressed cpio (newc) archive: name -> (mode, data); appended to an initrd, it overrides it."""
+    out = b""
+    for ino, (name, (mode, data)) in enumerate([*files.items(), ("TRAILER!!!", (0, b""))], start=1):
+        fields = (ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(name) + 1, 0)
+        out += b"070701" + b"".join(b"%08X" % f for f in fields) + name.encode() + b"\0"
+        out += b"\0" * (-len(out) % 4) + data
+        out += b"\0" * (-len(out) % 4)
+    return out
+
+
+def inner_vm(out: Path, vf: str, sender: str, ready_s: float = 420.0) -> dict[str, Any]:
+    """Boot the minimal VM on the VF (vfio-pci), send frames once its igbvf is up, read its counters."""
+    d = out / "inner"
+    console = d / "console.log"
+    console.unlink(missing_ok=True)
+    report: dict[str, Any] = {"driver": rebind(vf, "vfio-pci")}
+    argv = [str(d / "qemu-system-x86_64"), "-L", str(d / "share"), "-machine", "q35", "-accel", "tcg",
+            "-m", "256", "-smp", "1", "-nodefaults", "-display", "none", "-no-reboot",
+            "-serial", f"file:{console}", "-kernel", str(d / "vmlinuz"), "-initrd", str(d / "initrd.img"),
+            "-append", "console=ttyS0 panic=-1 quiet", "-device", f"vfio-pci,host={vf}"]
+    env = dict(os.environ, LD_LIBRARY_PATH=str(d / "lib"))
+    t0 = time.monotonic()
+    qemu = subprocess.Popen(argv, env=env, stdout=open(d / "qemu.txt", "w"), stderr=subprocess.STDOUT)
+    report["pid"] = qemu.pid
+
+    def text() -> str:
+        return console.read_text(errors="replace") if console.exists() else ""
+
+    try:
+        while time.monotonic() - t0 < ready_s and qemu.poll() is None and "IBDIAG ready" not in text():
+            time.sleep(2.0)
+        report["ready_s"] = round(time.monotonic() - t0, 1)
+        report["ready"] = "IBDIAG ready" in text()
+        if report["ready"]:
+            report["sent"] = send_frames(sender)
+            time.sleep(30.0)
+        lines = [line for line in text().splitlines() if line.startswith("IBDIAG")]
+        report["lines"] = lines[:40] + (["..."] + lines[-6:] if len(lines) > 46 else [])
+        rx = [line for line in lines if line.startswith("IBDIAG rx")]
+        report["rx_last"] = rx[-1] if rx else None
+    finally:
+        qemu.terminate()
+        try:
+            qemu.wait(10)
+        except subprocess.TimeoutExpired:
+            qemu.kill()
+            qemu.wait()
+        report["exit"] = qemu.returncode
+        report["qemu_out"] = (d / "qemu.txt").read_text(errors="replace")[-2000:]
+    return report
+
+
 def inner(out: Path) -> int:
     report: dict[str, Any] = {"cmdline": Path("/proc/cmdline").read_text().strip()}
     sh(["modprobe", "-a", "virtio_iommu", "igb", "igbvf", "vfio-pci"])  # virtio_iommu: its variant only
@@ -363,6 +437,11 @@ def inner(out: Path) -> int:
         log(f"vfio: {json.dumps(v)}")
         report["interrupts_vfio"] = [line.strip() for line in Path("/proc/interrupts").read_text().splitlines()
                                      if "vfio" in line]
+        (out / "diag.json").write_text(json.dumps(report, indent=1, default=str))
+        # 3. the VF in a minimal VM (kernel + initrd, no disk) on vfio-pci: the lab's path, nested
+        if (out / "inner" / "qemu-system-x86_64").exists():
+            report["vm"] = inner_vm(out, vf, sender)
+            log(f"vm: {json.dumps(report['vm'])}")
     finally:
         rebind(vf, None)
         write(str(dev / "sriov_numvfs"), "0")
@@ -372,7 +451,36 @@ def inner(out: Path) -> int:
     return 0
 
 
-def run_diag(variant: str, out_dir: Path) -> dict[str, Any]:
+GLIBC = ("libc.so", "libm.so", "ld-linux", "libpthread.so", "libdl.so", "librt.so", "libresolv.so")
+FIRMWARE = ("bios-256k.bin", "kvmvapic.bin", "linuxboot_dma.bin", "linuxboot.bin")
+
+
+def prepare_inner(d: Path, kernel: Path, initrd: Path) -> None:
+    """This host's qemu (the outer image has none: the lab's has, but is not always built) with its
+    libraries and firmware, the image's kernel, and its initrd with INNER_INIT as /init, into `d`."""
+    import shutil
+
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "lib").mkdir(exist_ok=True)
+    (d / "share").mkdir(exist_ok=True)
+    qemu = shutil.which("qemu-system-x86_64")
+    if qemu is None:
+        raise SystemExit("no qemu-system-x86_64 on this host")
+    shutil.copy(os.path.realpath(qemu), d / "qemu-system-x86_64")
+    for line in sh(["ldd", qemu]).splitlines():
+        parts = line.split()
+        if "=>" in parts and len(parts) > 2 and parts[2].startswith("/") and not any(g in parts[0] for g in GLIBC):
+            shutil.copy(os.path.realpath(parts[2]), d / "lib" / parts[0])
+    for name in FIRMWARE:
+        for src in (Path("/usr/share/qemu") / name, Path("/usr/share/seabios") / name):
+            if src.exists():
+                shutil.copy(os.path.realpath(src), d / "share" / name)
+                break
+    shutil.copy(kernel, d / "vmlinuz")
+    (d / "initrd.img").write_bytes(initrd.read_bytes() + newc({"init": (0o100755, INNER_INIT.encode())}))
+
+
+def run_diag(variant: str, out_dir: Path, nested: bool = True) -> dict[str, Any]:
     from idsbench import settings
     from idsbench.lab.vfio import outer_nic_args
     from idsbench.proc import Supervisor
@@ -386,8 +494,13 @@ def run_diag(variant: str, out_dir: Path) -> dict[str, Any]:
            ("PATH", f"{Path(sys.executable).parent}:/usr/sbin:/usr/bin:/sbin:/bin"))
     command = GuestCommand(argv=(sys.executable, "-m", "idsbench.lab.vfio_diag", "--inner", str(out)), env=env)
     trace = tuple(a for t in TRACES for a in ("-trace", t))
+    if nested:
+        from idsbench.setups.vm.image import ensure_image
+
+        image = ensure_image(settings.cache_dir(), None, ("tcpreplay",))  # run_in_guest's (cached) image
+        prepare_inner(out / "inner", image.kernel, image.initrd)
     opts = GuestRunOptions(name=f"{settings.name_prefix()}-vfiodiag", vcpus=2, memory_mib=1536, accel="tcg",
-                           tcg_threads="multi", boot_timeout_s=300.0, timeout_s=240.0,
+                           tcg_threads="multi", boot_timeout_s=300.0, timeout_s=720.0 if nested else 240.0,
                            machine="q35,kernel-irqchip=split", machine_args=machine_args,
                            qemu_args=(*outer_nic_args(), *trace), kernel_args=kernel_args)
     t0 = time.monotonic()
@@ -403,7 +516,7 @@ def run_diag(variant: str, out_dir: Path) -> dict[str, Any]:
             counts[m.group(1)] = counts.get(m.group(1), 0) + 1
     summary = {"variant": variant, "boot_s": result.boot_s, "run_s": result.run_s, "exit": result.exit_code,
                "failure": result.failure, "wall_s": round(time.monotonic() - t0, 1), "qemu_lines": counts,
-               "igbvf": diag.get("igbvf"), "vfio": diag.get("vfio")}
+               "igbvf": diag.get("igbvf"), "vfio": diag.get("vfio"), "vm": diag.get("vm")}
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     return summary
 
@@ -412,6 +525,7 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m idsbench.lab.vfio_diag")
     ap.add_argument("variant", nargs="?", choices=sorted(VARIANTS), default="base")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--no-vm", action="store_true", help="only the userspace checks (no nested VM)")
     ap.add_argument("--inner", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.inner:
@@ -419,7 +533,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout unwinds the teardown (qemu stopped)
     if args.out is None:
         ap.error("--out DIR is needed")
-    print(json.dumps(run_diag(args.variant, args.out), indent=1, default=str))
+    print(json.dumps(run_diag(args.variant, args.out, nested=not args.no_vm), indent=1, default=str))
     return 0
 
 
