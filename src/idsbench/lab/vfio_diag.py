@@ -348,7 +348,7 @@ def newc(files: dict[str, tuple[int, bytes]]) -> bytes:
     return out
 
 
-def inner_vm(out: Path, vf: str, sender: str, ready_s: float = 420.0) -> dict[str, Any]:
+def inner_vm(out: Path, vf: str, sender: str, ready_s: float = 360.0) -> dict[str, Any]:
     """Boot the minimal VM on the VF (vfio-pci), send frames once its igbvf is up, read its counters."""
     d = out / "inner"
     console = d / "console.log"
@@ -500,7 +500,7 @@ def run_diag(variant: str, out_dir: Path, nested: bool = True) -> dict[str, Any]
         image = ensure_image(settings.cache_dir(), None, ("tcpreplay",))  # run_in_guest's (cached) image
         prepare_inner(out / "inner", image.kernel, image.initrd)
     opts = GuestRunOptions(name=f"{settings.name_prefix()}-vfiodiag", vcpus=2, memory_mib=1536, accel="tcg",
-                           tcg_threads="multi", boot_timeout_s=300.0, timeout_s=720.0 if nested else 240.0,
+                           tcg_threads="multi", boot_timeout_s=120.0, timeout_s=540.0 if nested else 100.0,
                            machine="q35,kernel-irqchip=split", machine_args=machine_args,
                            qemu_args=(*outer_nic_args(), *trace), kernel_args=kernel_args)
     t0 = time.monotonic()
