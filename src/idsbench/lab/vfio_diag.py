@@ -477,7 +477,8 @@ def prepare_inner(d: Path, kernel: Path, initrd: Path) -> None:
                 shutil.copy(os.path.realpath(src), d / "share" / name)
                 break
     shutil.copy(kernel, d / "vmlinuz")
-    (d / "initrd.img").write_bytes(initrd.read_bytes() + newc({"init": (0o100755, INNER_INIT.encode())}))
+    base = initrd.read_bytes()  # the kernel takes an uncompressed archive only at a 4-byte-aligned offset
+    (d / "initrd.img").write_bytes(base + b"\0" * (-len(base) % 4) + newc({"init": (0o100755, INNER_INIT.encode())}))
 
 
 def run_diag(variant: str, out_dir: Path, nested: bool = True) -> dict[str, Any]:
