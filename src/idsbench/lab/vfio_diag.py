@@ -390,22 +390,36 @@ def inner_vm(out: Path, vf: str, sender: str, ready_s: float = 360.0) -> dict[st
     return report
 
 
-def inner(out: Path) -> int:
+WIRE_NS = "ibdiag-sensor"
+
+
+def inner(out: Path, wire: bool = False) -> int:
+    from idsbench.wire.netns import OFFLOADS
+
     report: dict[str, Any] = {"cmdline": Path("/proc/cmdline").read_text().strip()}
     sh(["modprobe", "-a", "virtio_iommu", "igb", "igbvf", "vfio-pci"])  # virtio_iommu: its variant only
     time.sleep(1.0)
     pf, pf_bdf = port("igb")
     sender, _ = port("virtio_net")
     report.update(pf=pf, pf_bdf=pf_bdf, sender=sender)
-    for ifname in (pf, sender):
-        sh(["ip", "link", "set", "dev", ifname, "up"])
+    pf_ip = ["ip"]
+    if wire:  # the PF as the lab's NIC wire lends it (wire/nic.py): in a namespace, offloads off, promiscuous
+        sh(["ip", "netns", "add", WIRE_NS])
+        sh(["ip", "link", "set", "dev", pf, "netns", WIRE_NS])
+        sh(["ip", "netns", "exec", WIRE_NS, "ethtool", "-K", pf, *[a for f in OFFLOADS for a in (f, "off")]])
+        sh(["ip", "-n", WIRE_NS, "link", "set", "dev", pf, "mtu", "1500"])
+        sh(["ip", "-n", WIRE_NS, "link", "set", "dev", pf, "promisc", "on", "up"])
+        pf_ip = ["ip", "-n", WIRE_NS]
+        report["wire"] = sh(pf_ip + ["-d", "link", "show", "dev", pf])
+    for argv in (pf_ip + ["link", "set", "dev", pf, "up"], ["ip", "link", "set", "dev", sender, "up"]):
+        sh(argv)
     dev = Path("/sys/bus/pci/devices") / pf_bdf
     write(str(dev / "sriov_drivers_autoprobe"), "0")
     write(str(dev / "sriov_numvfs"), "1")
     time.sleep(1.0)
     vf = os.path.basename(os.readlink(dev / "virtfn0"))
     report["vf"] = vf
-    report["ip_vf"] = sh(["ip", "link", "set", "dev", pf, "vf", "0", "mac", VF_MAC, "spoofchk", "off", "trust", "on"])
+    report["ip_vf"] = sh(pf_ip + ["link", "set", "dev", pf, "vf", "0", "mac", VF_MAC, "spoofchk", "off", "trust", "on"])
     report["iommu_groups"] = len(list(Path("/sys/kernel/iommu_groups").glob("*")))
     try:
         # 1. the VF on igbvf in the outer VM
@@ -481,7 +495,7 @@ def prepare_inner(d: Path, kernel: Path, initrd: Path) -> None:
     (d / "initrd.img").write_bytes(base + b"\0" * (-len(base) % 4) + newc({"init": (0o100755, INNER_INIT.encode())}))
 
 
-def run_diag(variant: str, out_dir: Path, nested: bool = True) -> dict[str, Any]:
+def run_diag(variant: str, out_dir: Path, nested: bool = True, wire: bool = False) -> dict[str, Any]:
     from idsbench import settings
     from idsbench.lab.vfio import outer_nic_args
     from idsbench.proc import Supervisor
@@ -493,7 +507,8 @@ def run_diag(variant: str, out_dir: Path, nested: bool = True) -> dict[str, Any]
     out.mkdir(parents=True, exist_ok=True)
     env = (("PYTHONDONTWRITEBYTECODE", "1"), ("HOME", "/root"), ("LC_ALL", "C.UTF-8"),
            ("PATH", f"{Path(sys.executable).parent}:/usr/sbin:/usr/bin:/sbin:/bin"))
-    command = GuestCommand(argv=(sys.executable, "-m", "idsbench.lab.vfio_diag", "--inner", str(out)), env=env)
+    command = GuestCommand(argv=(sys.executable, "-m", "idsbench.lab.vfio_diag", "--inner", str(out),
+                                 *(["--wire"] if wire else [])), env=env)
     trace = tuple(a for t in TRACES for a in ("-trace", t))
     if nested:
         from idsbench.setups.vm.image import ensure_image
@@ -527,14 +542,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("variant", nargs="?", choices=sorted(VARIANTS), default="base")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--no-vm", action="store_true", help="only the userspace checks (no nested VM)")
+    ap.add_argument("--wire", action="store_true", help="the PF as the lab lends it: in a namespace, promiscuous")
     ap.add_argument("--inner", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.inner:
-        return inner(args.inner)
+        return inner(args.inner, wire=args.wire)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout unwinds the teardown (qemu stopped)
     if args.out is None:
         ap.error("--out DIR is needed")
-    print(json.dumps(run_diag(args.variant, args.out, nested=not args.no_vm), indent=1, default=str))
+    print(json.dumps(run_diag(args.variant, args.out, nested=not args.no_vm, wire=args.wire), indent=1, default=str))
     return 0
 
 
