@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 VF_MAC = "52:54:00:69:64:10"
+PCAP = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "pcaps" / "sv_smtp-data-rejected.pcap"
 FRAMES = 20
 
 # The outer VM's IOMMU per variant: (qemu arguments before any PCI device, kernel parameters).
@@ -323,7 +324,14 @@ mkdir -p /proc /sys /dev; mount -t proc proc /proc; mount -t sysfs sysfs /sys; m
 echo "IBDIAG boot $(cat /proc/uptime)"
 modprobe igbvf
 i=0; while [ ! -e /sys/class/net/eth0 ] && [ $i -lt 120 ]; do sleep 1; i=$((i+1)); done
-ipconfig -t 30 -d 198.18.5.2::0.0.0.0:255.255.255.0::eth0:none 2>&1 | while read -r l; do echo "IBDIAG ipconfig $l"; done
+if [ -x /usr/sbin/ip-ib ]; then  # as the vm setup's guest init sets its capture NIC up
+  ip-ib link set dev eth0 mtu 1500
+  ethtool-ib -K eth0 rx off tx off sg off tso off gso off gro off lro off 2>&1 | while read -r l; do echo "IBDIAG ethtool $l"; done
+  ip-ib link set dev eth0 promisc on up
+  ip-ib -s link show dev eth0 | while read -r l; do echo "IBDIAG ip $l"; done
+else
+  ipconfig -t 30 -d 198.18.5.2::0.0.0.0:255.255.255.0::eth0:none 2>&1 | while read -r l; do echo "IBDIAG ipconfig $l"; done
+fi
 i=0; while [ "$(cat /sys/class/net/eth0/carrier 2>/dev/null)" != 1 ] && [ $i -lt 60 ]; do sleep 1; i=$((i+1)); done
 dmesg | while read -r l; do case "$l" in *igbvf*|*eth0*|*DMAR*|*MSI*|*PF*) echo "IBDIAG dmesg $l";; esac; done
 echo "IBDIAG ready $(cat /sys/class/net/eth0/address) carrier $(cat /sys/class/net/eth0/carrier) $(cat /proc/uptime)"
@@ -354,10 +362,13 @@ def inner_vm(out: Path, vf: str, sender: str, ready_s: float = 360.0) -> dict[st
     console = d / "console.log"
     console.unlink(missing_ok=True)
     report: dict[str, Any] = {"driver": rebind(vf, "vfio-pci")}
-    argv = [str(d / "qemu-system-x86_64"), "-L", str(d / "share"), "-machine", "q35", "-accel", "tcg",
-            "-m", "256", "-smp", "1", "-nodefaults", "-display", "none", "-no-reboot",
+    # as the vm setup starts a sensor VM (setups/vm/qemu.py: -cpu max, its kernel parameters), 1 GiB
+    argv = [str(d / "qemu-system-x86_64"), "-L", str(d / "share"), "-machine", "q35",
+            "-accel", "tcg,thread=single", "-cpu", "max", "-m", "1024", "-smp", "1", "-nodefaults",
+            "-display", "none", "-no-reboot",
             "-serial", f"file:{console}", "-kernel", str(d / "vmlinuz"), "-initrd", str(d / "initrd.img"),
-            "-append", "console=ttyS0 panic=-1 quiet", "-device", f"vfio-pci,host={vf}"]
+            "-append", "console=ttyS0 panic=-1 quiet net.ifnames=0 mitigations=off tsc=reliable no_timer_check "
+            "ipv6.disable=1", "-device", f"vfio-pci,host={vf}"]
     env = dict(os.environ, LD_LIBRARY_PATH=str(d / "lib"))
     t0 = time.monotonic()
     qemu = subprocess.Popen(argv, env=env, stdout=open(d / "qemu.txt", "w"), stderr=subprocess.STDOUT)
@@ -373,7 +384,15 @@ def inner_vm(out: Path, vf: str, sender: str, ready_s: float = 360.0) -> dict[st
         report["ready"] = "IBDIAG ready" in text()
         if report["ready"]:
             report["sent"] = send_frames(sender)
-            time.sleep(30.0)
+            time.sleep(20.0)
+            report["rx_after_frames"] = next((x for x in reversed(text().splitlines()) if x.startswith("IBDIAG rx")), None)
+            if PCAP.exists():  # the lab's trace the lab's way: tcpreplay, the port's egress rewrite to the VF's MAC
+                sh(["tc", "qdisc", "replace", "dev", sender, "clsact"])
+                sh(["tc", "filter", "add", "dev", sender, "egress", "pref", "49", "matchall", "action", "pedit", "ex",
+                    "munge", "eth", "dst", "set", VF_MAC])
+                report["tcpreplay"] = sh(["tcpreplay", "-i", sender, "--pps", "20", str(PCAP)])[-300:]
+                report["tc"] = sh(["tc", "-s", "filter", "show", "dev", sender, "egress"])[-400:]
+                time.sleep(30.0)
         lines = [line for line in text().splitlines() if line.startswith("IBDIAG")]
         report["lines"] = lines[:40] + (["..."] + lines[-6:] if len(lines) > 46 else [])
         rx = [line for line in lines if line.startswith("IBDIAG rx")]
@@ -466,6 +485,7 @@ def inner(out: Path, wire: bool = False) -> int:
 
 
 GLIBC = ("libc.so", "libm.so", "ld-linux", "libpthread.so", "libdl.so", "librt.so", "libresolv.so")
+TOOL_LIBS = ("libbpf.so.1", "libbsd.so.0", "libelf.so.1", "libmd.so.0", "libmnl.so.0", "libz.so.1", "libcap.so.2")
 FIRMWARE = ("bios-256k.bin", "kvmvapic.bin", "linuxboot_dma.bin", "linuxboot.bin")
 
 
@@ -491,8 +511,18 @@ def prepare_inner(d: Path, kernel: Path, initrd: Path) -> None:
                 shutil.copy(os.path.realpath(src), d / "share" / name)
                 break
     shutil.copy(kernel, d / "vmlinuz")
+    files = {"init": (0o100755, INNER_INIT.encode())}
+    for tool in ("ip", "ethtool"):  # this host's (the same release), with the libraries the initrd lacks
+        path = shutil.which(tool, path="/usr/sbin:/sbin:/usr/bin")
+        if path is None:
+            continue
+        files[f"usr/sbin/{tool}-ib"] = (0o100755, Path(path).read_bytes())
+        for line in sh(["ldd", path]).splitlines():
+            parts = line.split()
+            if "=>" in parts and len(parts) > 2 and parts[2].startswith("/") and parts[0] in TOOL_LIBS:
+                files[f"usr/lib/x86_64-linux-gnu/{parts[0]}"] = (0o100644, Path(os.path.realpath(parts[2])).read_bytes())
     base = initrd.read_bytes()  # the kernel takes an uncompressed archive only at a 4-byte-aligned offset
-    (d / "initrd.img").write_bytes(base + b"\0" * (-len(base) % 4) + newc({"init": (0o100755, INNER_INIT.encode())}))
+    (d / "initrd.img").write_bytes(base + b"\0" * (-len(base) % 4) + newc(files))
 
 
 def run_diag(variant: str, out_dir: Path, nested: bool = True, wire: bool = False) -> dict[str, Any]:
@@ -518,6 +548,7 @@ def run_diag(variant: str, out_dir: Path, nested: bool = True, wire: bool = Fals
     opts = GuestRunOptions(name=f"{settings.name_prefix()}-vfiodiag", vcpus=2, memory_mib=1536, accel="tcg",
                            tcg_threads="multi", boot_timeout_s=120.0, timeout_s=540.0 if nested else 100.0,
                            machine="q35,kernel-irqchip=split", machine_args=machine_args,
+                           read_only=(PCAP.parent,) if PCAP.exists() else (),
                            qemu_args=(*outer_nic_args(), *trace), kernel_args=kernel_args)
     t0 = time.monotonic()
     with TeardownStack(state_dir=settings.state_dir()) as td:
