@@ -325,7 +325,7 @@ echo "IBDIAG boot $(cat /proc/uptime)"
 modprobe igbvf
 i=0; while [ ! -e /sys/class/net/eth0 ] && [ $i -lt 120 ]; do sleep 1; i=$((i+1)); done
 if [ -x /usr/sbin/ip-ib ]; then  # as the vm setup's guest init sets its capture NIC up
-  ip-ib link set dev eth0 mtu 1500
+  ip-ib link set dev eth0 mtu $(cat /mtu)
   ethtool-ib -K eth0 rx off tx off sg off tso off gso off gro off lro off 2>&1 | while read -r l; do echo "IBDIAG ethtool $l"; done
   ip-ib link set dev eth0 promisc on up
   ip-ib -s link show dev eth0 | while read -r l; do echo "IBDIAG ip $l"; done
@@ -412,10 +412,10 @@ def inner_vm(out: Path, vf: str, sender: str, ready_s: float = 360.0) -> dict[st
 WIRE_NS = "ibdiag-sensor"
 
 
-def inner(out: Path, wire: bool = False) -> int:
+def inner(out: Path, wire: bool = False, mtu: int = 1500) -> int:
     from idsbench.wire.netns import OFFLOADS
 
-    report: dict[str, Any] = {"cmdline": Path("/proc/cmdline").read_text().strip()}
+    report: dict[str, Any] = {"cmdline": Path("/proc/cmdline").read_text().strip(), "mtu": mtu}
     sh(["modprobe", "-a", "virtio_iommu", "igb", "igbvf", "vfio-pci"])  # virtio_iommu: its variant only
     time.sleep(1.0)
     pf, pf_bdf = port("igb")
@@ -426,7 +426,7 @@ def inner(out: Path, wire: bool = False) -> int:
         sh(["ip", "netns", "add", WIRE_NS])
         sh(["ip", "link", "set", "dev", pf, "netns", WIRE_NS])
         sh(["ip", "netns", "exec", WIRE_NS, "ethtool", "-K", pf, *[a for f in OFFLOADS for a in (f, "off")]])
-        sh(["ip", "-n", WIRE_NS, "link", "set", "dev", pf, "mtu", "1500"])
+        sh(["ip", "-n", WIRE_NS, "link", "set", "dev", pf, "mtu", str(mtu)])
         sh(["ip", "-n", WIRE_NS, "link", "set", "dev", pf, "promisc", "on", "up"])
         pf_ip = ["ip", "-n", WIRE_NS]
         report["wire"] = sh(pf_ip + ["-d", "link", "show", "dev", pf])
@@ -447,6 +447,7 @@ def inner(out: Path, wire: bool = False) -> int:
         vif = next((p.name for p in Path(f"/sys/bus/pci/devices/{vf}/net").iterdir()), None) \
             if Path(f"/sys/bus/pci/devices/{vf}/net").is_dir() else None
         if vif:
+            ctl["mtu"] = sh(["ip", "link", "set", "dev", vif, "mtu", str(mtu)]) or mtu
             sh(["ip", "link", "set", "dev", vif, "up"])
             for _ in range(60):
                 if Path(f"/sys/class/net/{vif}/carrier").read_text(errors="replace").strip() == "1":
@@ -489,7 +490,7 @@ TOOL_LIBS = ("libbpf.so.1", "libbsd.so.0", "libelf.so.1", "libmd.so.0", "libmnl.
 FIRMWARE = ("bios-256k.bin", "kvmvapic.bin", "linuxboot_dma.bin", "linuxboot.bin")
 
 
-def prepare_inner(d: Path, kernel: Path, initrd: Path) -> None:
+def prepare_inner(d: Path, kernel: Path, initrd: Path, mtu: int = 1500) -> None:
     """This host's qemu (the outer image has none: the lab's has, but is not always built) with its
     libraries and firmware, the image's kernel, and its initrd with INNER_INIT as /init, into `d`."""
     import shutil
@@ -511,7 +512,7 @@ def prepare_inner(d: Path, kernel: Path, initrd: Path) -> None:
                 shutil.copy(os.path.realpath(src), d / "share" / name)
                 break
     shutil.copy(kernel, d / "vmlinuz")
-    files = {"init": (0o100755, INNER_INIT.encode())}
+    files = {"init": (0o100755, INNER_INIT.encode()), "mtu": (0o100644, f"{mtu}\n".encode())}
     for tool in ("ip", "ethtool"):  # this host's (the same release), with the libraries the initrd lacks
         path = shutil.which(tool, path="/usr/sbin:/sbin:/usr/bin")
         if path is None:
@@ -525,7 +526,7 @@ def prepare_inner(d: Path, kernel: Path, initrd: Path) -> None:
     (d / "initrd.img").write_bytes(base + b"\0" * (-len(base) % 4) + newc(files))
 
 
-def run_diag(variant: str, out_dir: Path, nested: bool = True, wire: bool = False) -> dict[str, Any]:
+def run_diag(variant: str, out_dir: Path, nested: bool = True, wire: bool = False, mtu: int = 1500) -> dict[str, Any]:
     from idsbench import settings
     from idsbench.lab.vfio import outer_nic_args
     from idsbench.proc import Supervisor
@@ -538,13 +539,13 @@ def run_diag(variant: str, out_dir: Path, nested: bool = True, wire: bool = Fals
     env = (("PYTHONDONTWRITEBYTECODE", "1"), ("HOME", "/root"), ("LC_ALL", "C.UTF-8"),
            ("PATH", f"{Path(sys.executable).parent}:/usr/sbin:/usr/bin:/sbin:/bin"))
     command = GuestCommand(argv=(sys.executable, "-m", "idsbench.lab.vfio_diag", "--inner", str(out),
-                                 *(["--wire"] if wire else [])), env=env)
+                                 "--mtu", str(mtu), *(["--wire"] if wire else [])), env=env)
     trace = tuple(a for t in TRACES for a in ("-trace", t))
     if nested:
         from idsbench.setups.vm.image import ensure_image
 
         image = ensure_image(settings.cache_dir(), None, ("tcpreplay",))  # run_in_guest's (cached) image
-        prepare_inner(out / "inner", image.kernel, image.initrd)
+        prepare_inner(out / "inner", image.kernel, image.initrd, mtu)
     opts = GuestRunOptions(name=f"{settings.name_prefix()}-vfiodiag", vcpus=2, memory_mib=1536, accel="tcg",
                            tcg_threads="multi", boot_timeout_s=120.0, timeout_s=540.0 if nested else 100.0,
                            machine="q35,kernel-irqchip=split", machine_args=machine_args,
@@ -574,14 +575,16 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--no-vm", action="store_true", help="only the userspace checks (no nested VM)")
     ap.add_argument("--wire", action="store_true", help="the PF as the lab lends it: in a namespace, promiscuous")
+    ap.add_argument("--mtu", type=int, default=1500, help="the VF's MTU (and the PF's with --wire); the lab's: 1508")
     ap.add_argument("--inner", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.inner:
-        return inner(args.inner, wire=args.wire)
+        return inner(args.inner, wire=args.wire, mtu=args.mtu)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout unwinds the teardown (qemu stopped)
     if args.out is None:
         ap.error("--out DIR is needed")
-    print(json.dumps(run_diag(args.variant, args.out, nested=not args.no_vm, wire=args.wire), indent=1, default=str))
+    print(json.dumps(run_diag(args.variant, args.out, nested=not args.no_vm, wire=args.wire, mtu=args.mtu), indent=1,
+                     default=str))
     return 0
 
 
