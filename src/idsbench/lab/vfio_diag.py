@@ -1,24 +1,28 @@
-"""A fast check of the nested VFIO lab's data path (issue 31): no sensor VM, one outer VM boot.
+"""A fast check of the nested VFIO lab's data path (issue 31): one outer VM boot, no sensor image.
 
-    python -m idsbench.lab.vfio_diag VARIANT --out DIR       (host: boots the outer VM, ~2-5 min)
-    python -m idsbench.lab.vfio_diag --inner DIR              (what runs inside the outer VM)
+    python -m idsbench.lab.vfio_diag VARIANT [--wire] [--mtu N] [--no-vm] --out DIR    (host, ~5 min)
+    python -m idsbench.lab.vfio_diag --inner DIR ...                                   (in the outer VM)
 
 The outer VM is the lab's (lab/vfio.py: q35, a virtual IOMMU, an igb PF behind a root port, a virtio
-sender port on the same hub) with the VARIANT's IOMMU arguments and kernel parameters, booted from the
-cached vm image (no qemu inside: nothing is nested). Inside, one VF of the PF gets the MAC and trust the
-vm-vfio setup gives it, and frames addressed to it are sent from the virtio port by an AF_PACKET socket:
+sender port on the same hub) with the VARIANT's IOMMU arguments and kernel parameters (`base` is the
+lab's), booted from the cached vm image. With `--wire` the PF is lent as the lab's NIC wire lends it (own
+namespace, offloads off, promiscuous, MTU N). One VF gets the MAC, spoofchk and trust the vm-vfio setup
+gives it, and frames addressed to it are sent from the virtio port (an AF_PACKET socket):
 
-1. `igbvf`: the VF on the outer VM's igbvf driver (what works in the full lab): frames counted by the
-   interface's rx_packets.
-2. `vfio`: the VF on vfio-pci, driven from userspace as the sensor VM's igbvf would drive it through
-   QEMU's vfio-pci: a VFIO type1 container, one DMA mapping (an RX ring and its buffers at an IOVA),
-   MSI-X vectors on eventfds, the VF reset and the VF_RESET mailbox handshake with the PF's igb driver,
-   RX queue 0 enabled. Then: descriptors written back (DMA through the emulated IOMMU), the VF's good-
-   packet counter, the eventfd counts (MSI-X through interrupt remapping), a software interrupt (EICS).
+1. `igbvf`: the VF on the outer VM's igbvf at MTU N: its rx_packets.
+2. `vfio`: the VF on vfio-pci, driven from userspace as the sensor VM's igbvf drives it through QEMU's
+   vfio-pci: a type1 container, one DMA mapping (an RX ring and buffers at an IOVA), MSI-X vectors on
+   eventfds, the VF reset and the VF_RESET mailbox handshake with the PF's igb, RX queue 0: descriptors
+   written back (DMA through the emulated IOMMU), the VF's good-packet counter, the eventfd counts
+   (MSI-X through interrupt remapping), a software interrupt (EICS).
+3. `vm` (not with `--no-vm`): a minimal VM nested on the VF: this host's qemu (with its libraries and
+   firmware, DIR/inner), the image's kernel and initrd with INNER_INIT as /init, started as the vm
+   setup starts a sensor (-cpu max, 1 GiB, its kernel parameters; MTU N, offloads off, promiscuous),
+   its igbvf's counters and interrupts on its console (DIR/inner/console.log); the frames, then the
+   lab's trace by tcpreplay through the sender port's egress rewrite (where ../shared holds it).
 
-The PF's VFRE, VMOLR and receive-address entries are read through its BAR (sysfs resource0, read only),
-and the outer qemu traces VT-d errors and the igb filter drops (DIR/qemu.txt). Everything lands in
-DIR/diag.json; the outer VM's console in DIR/console.log.
+The outer qemu traces VT-d errors and warnings, interrupt remapping and the igb's filter drops and
+writes (DIR/qemu.txt, counted in DIR/summary.json). Everything the outer VM saw: DIR/diag.json.
 """
 
 from __future__ import annotations
