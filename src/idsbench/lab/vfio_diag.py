@@ -362,13 +362,15 @@ def newc(files: dict[str, tuple[int, bytes]]) -> bytes:
 
 def inner_vm(out: Path, vf: str, sender: str, ready_s: float = 360.0) -> dict[str, Any]:
     """Boot the minimal VM on the VF (vfio-pci), send frames once its igbvf is up, read its counters."""
+    from idsbench.setups.vm.qemu import TCG_TB_MIB
+
     d = out / "inner"
     console = d / "console.log"
     console.unlink(missing_ok=True)
     report: dict[str, Any] = {"driver": rebind(vf, "vfio-pci")}
     # as the vm setup starts a sensor VM (setups/vm/qemu.py: -cpu max, its kernel parameters), 1 GiB
     argv = [str(d / "qemu-system-x86_64"), "-L", str(d / "share"), "-machine", "q35",
-            "-accel", "tcg,thread=single", "-cpu", "max", "-m", "1024", "-smp", "1", "-nodefaults",
+            "-accel", f"tcg,thread=multi,tb-size={TCG_TB_MIB}", "-cpu", "max", "-m", "1024", "-smp", "1", "-nodefaults",
             "-display", "none", "-no-reboot",
             "-serial", f"file:{console}", "-kernel", str(d / "vmlinuz"), "-initrd", str(d / "initrd.img"),
             "-append", "console=ttyS0 panic=-1 quiet net.ifnames=0 mitigations=off tsc=reliable no_timer_check "
