@@ -4,7 +4,7 @@ VENV ?= .venv
 PYTHON ?= python3
 STAMP := $(VENV)/.installed
 
-.PHONY: setup system venv native snort suricata-src lint demo test unit integration bench clean-results vfio-lab
+.PHONY: setup system venv native snort suricata-src lint demo test unit integration bench clean-results vfio-lab vfio-diag
 
 setup: system venv native
 
@@ -58,3 +58,8 @@ bench: setup
 # outer VM under TCG. Not part of `make test`: it took 90 min here (TCG inside TCG).
 vfio-lab: setup
 	@$(VENV)/bin/idsbench lab vfio examples/vfio-lab.toml --out results/vfio-lab
+
+# Its data path alone in ~5 min (lab/vfio_diag.py): the VF on igbvf, on vfio-pci from userspace, and in a
+# minimal nested VM, with the lab's IOMMU and wire.
+vfio-diag: setup
+	@$(VENV)/bin/python -m idsbench.lab.vfio_diag base --wire --mtu 1508 --out results/vfio-diag
