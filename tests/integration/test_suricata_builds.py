@@ -23,7 +23,7 @@ import pytest
 
 from idsbench import settings
 from idsbench.analysis import case_table
-from idsbench.analysis.rules import case_rules, clock_ticks_per_check, group_costs, top_sids
+from idsbench.analysis.rules import case_rules, clock_ticks_per_check, group_costs
 from idsbench.report import write_report
 from idsbench.run.campaign import run_campaign
 from idsbench.sensors.ruleprofile import write_without_category
@@ -111,10 +111,15 @@ def test_profiling_build_ranks_et_open_rules(tmp_path: Path, ready: Path) -> Non
     assert len(samples) == 2, [(s.status, s.summary.reason) for s in campaign.samples_of(case.case_id)]
     profiles = [rule_profile(s) for s in samples]
     assert all(p and len(p) >= 20 for p in profiles), [len(p or []) for p in profiles]
-    top5 = [set(top_sids(p or [], 5)) for p in profiles]  # raw ticks: the same packets, the same checks
-    assert len(top5[0] & top5[1]) >= 4, top5
+    # the same packets, the same checks: which rules ran and how often does not depend on the host's speed
+    checks = [{c.sid: c.checks for c in p or []} for p in profiles]
+    assert checks[0].keys() == checks[1].keys(), set(checks[0]) ^ set(checks[1])
+    assert abs(sum(checks[0].values()) - sum(checks[1].values())) <= 0.01 * sum(checks[0].values()), checks
+    # our build reads the clock with lfence;rdtsc (scripts/patches): tens of ticks a read, where upstream's
+    # cpuid;rdtsc;cpuid costs thousands on any host and tens of thousands where cpuid traps (a VM)
+    assert campaign.doc.environment.engines[case.params.engine].profiler_clock == "lfence-rdtsc"
     clock = clock_ticks_per_check(campaign, case.params.engine, "ticks")  # probe timers × TSC rate
-    assert clock is not None and clock > 0
+    assert clock is not None and 0 < clock < 1000, clock
     rows = case_rules(campaign, case.case_id)
     top20 = rows[:20]
     assert len(top20) == 20 and all(r.msg and r.file == et.name for r in top20)
