@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from idsbench.analysis.rules import case_rule_time, case_rules, group_costs, profiler_clock_ns, rule_rows, top_sids, tsc_hz
+from idsbench.analysis.rules import RuleTime, case_rule_time, case_rules, group_costs, profiler_clock_ns, rule_rows, top_sids, tsc_hz
 from idsbench.store.reader import load_campaign
 from idsbench.store.rule_profile import RULE_PROFILE_FILE, RuleCost, write_profile
 from tests.fakecampaign import FakeCase, write_campaign
@@ -166,6 +166,20 @@ def test_the_clock_taken_out_is_the_one_the_build_reads(tmp_path: Path) -> None:
     upstream = _campaign(tmp_path / "upstream", "ticks", SURICATA, tsc=2e9)
     (upstream / "probe.json").write_text(json.dumps(timers))
     assert profiler_clock_ns(load_campaign(upstream), "suricata") == 5e6
+
+
+def test_the_clock_warning_says_what_the_share_means() -> None:
+    """A tenth of the rule time: named, ranked net of it; half or more (upstream's trapping cpuid): the raw
+    times follow the checks. A cheap read is given in ns."""
+    def warning(timer_s: float, ns: float) -> str:
+        t = RuleTime(case="c", engine="e", unit="ticks", rule_time_s=1.0, sensor_cpu_s=2.0, time_share=0.5,
+                     samples=2, timer_s=timer_s, timer_ns_per_check=ns)
+        return t.timer_warning() or ""
+    assert warning(0.14, 28.0) == ("about 14% of the rule time is the profiler's own clock (28 ns per rule check "
+                                   "on this host); the rules are ranked net of it")
+    assert "(25.0 µs per rule check" in warning(0.9, 25_000.0)
+    assert "the raw times rank rules by their checks" in warning(0.9, 25_000.0)
+    assert warning(0.05, 28.0) == ""
 
 
 def test_rules_rank_by_their_time_net_of_the_profilers_clock(tmp_path: Path) -> None:
