@@ -44,6 +44,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from idsbench.lab.vfio_inner import find_port
+
 VF_MAC = "52:54:00:69:64:10"
 PCAP = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "pcaps" / "sv_smtp-data-rejected.pcap"
 FRAMES = 20
@@ -100,16 +102,6 @@ def write(path: str, value: str) -> None:
         Path(path).write_text(value)
     except OSError as exc:
         log(f"write {value!r} > {path}: {exc}")
-
-
-def port(driver: str) -> tuple[str, str]:
-    for net in sorted(Path("/sys/class/net").iterdir()):
-        try:
-            if os.path.basename(os.readlink(net / "device" / "driver")) == driver:
-                return net.name, os.path.basename(os.readlink(net / "device"))
-        except OSError:
-            continue
-    raise SystemExit(f"no interface driven by {driver}")
 
 
 def rebind(bdf: str, driver: str | None) -> str | None:
@@ -424,8 +416,8 @@ def inner(out: Path, wire: bool = False, mtu: int = 1500) -> int:
     report: dict[str, Any] = {"cmdline": Path("/proc/cmdline").read_text().strip(), "mtu": mtu}
     sh(["modprobe", "-a", "virtio_iommu", "igb", "igbvf", "vfio-pci"])  # virtio_iommu: its variant only
     time.sleep(1.0)
-    pf, pf_bdf = port("igb")
-    sender, _ = port("virtio_net")
+    pf, pf_bdf = find_port("igb")
+    sender, _ = find_port("virtio_net")
     report.update(pf=pf, pf_bdf=pf_bdf, sender=sender)
     pf_ip = ["ip"]
     if wire:  # the PF as the lab's NIC wire lends it (wire/nic.py): in a namespace, offloads off, promiscuous
