@@ -98,6 +98,8 @@ def run_vfio(args: argparse.Namespace) -> int:
         print(f"lab vfio: LEFT BEHIND {line}")
     for line in run.problems:
         print(f"lab vfio: NOT AS EXPECTED {line}")
+    if run.qemu_events:
+        print("lab vfio: outer qemu's data-path events: " + ", ".join(f"{k} {v}" for k, v in sorted(run.qemu_events.items())))
     if g.failure:
         print(f"lab vfio: {g.failure}\n{g.console_tail}")
     print(f"results: idsbench results {run.out_dir / 'campaign'}")

@@ -23,6 +23,7 @@ SIGKILL removes its run dir and process.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -65,6 +66,28 @@ def outer_nic_args() -> tuple[str, ...]:
 
 OUTER_KERNEL_ARGS = ("intel_iommu=on", "iommu=pt")
 
+# The outer qemu's trace events of the VF's data path (patterns; absent ones are no error): VT-d errors,
+# warnings and interrupt remapping, the igb's filter drops and the frames it wrote to a queue, VF resets.
+# They land in OUT/qemu.txt (qemu's log backend) and are counted in OUT/qemu-events.json.
+OUTER_TRACES = ("vtd_err*", "vtd_warn*", "vtd_fault*", "vtd_frr*", "vtd_ce_not_present*",
+                "e1000e_rx_flt_dropped*", "e1000e_rx_not_written_to_guest*", "e1000e_rx_written_to_guest*",
+                "igb_core_vf_reset*", "virtio_iommu_translate_out*", "virtio_iommu_*fault*")
+IR_TRACE = "vtd_ir_remap_msi*"  # one line per interrupt of any device: the diagnostic's minutes only
+
+
+def trace_args(patterns: tuple[str, ...] = OUTER_TRACES) -> tuple[str, ...]:
+    return tuple(a for t in patterns for a in ("-trace", t))
+
+
+def trace_counts(qemu_log: Path) -> dict[str, int]:
+    """How often each trace event occurs in qemu's log (the log backend: `PID@TIME:event args`)."""
+    counts: dict[str, int] = {}
+    for line in (qemu_log.read_text(errors="replace").splitlines() if qemu_log.exists() else []):
+        m = re.match(r"(?:\d+@[\d.]+:)?([a-z][a-z0-9_]+)[ (]", line)
+        if m:
+            counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    return counts
+
 
 @dataclass(frozen=True)
 class LabOptions:
@@ -83,6 +106,7 @@ class LabRun:
     wall_s: float
 
     problems: tuple[str, ...] = ()  # lab_problems of the campaign
+    qemu_events: dict[str, int] | None = None  # the outer qemu's data-path trace events, counted
 
     @property
     def ok(self) -> bool:
@@ -152,7 +176,8 @@ def run_lab(spec_path: Path, out_dir: Path, *, cache_dir: Path | None = None, st
         name=f"{settings.name_prefix()}-vfiolab", vcpus=opts.vcpus, memory_mib=opts.memory_mib, accel="tcg",
         cgroup_v2=True, tcg_threads="multi" if opts.tcg_threads == "multi" else "single", extra_packages=packages,
         read_only=(image.dir, *traces, *python_paths()), boot_timeout_s=opts.boot_timeout_s,
-        timeout_s=opts.timeout_s, machine="q35,kernel-irqchip=split", machine_args=outer_machine_args(), qemu_args=outer_nic_args(),
+        timeout_s=opts.timeout_s, machine="q35,kernel-irqchip=split", machine_args=outer_machine_args(),
+        qemu_args=(*outer_nic_args(), *trace_args()),
         kernel_args=OUTER_KERNEL_ARGS)
     t0 = time.monotonic()
     log(f"outer VM: {opts.vcpus} vCPUs, {opts.memory_mib} MiB, TCG; the campaign runs inside (its output: "
@@ -161,6 +186,8 @@ def run_lab(spec_path: Path, out_dir: Path, *, cache_dir: Path | None = None, st
         result = run_in_guest(Supervisor(td), command, out, cache_dir=cache, options=guest_opts)
     inner_file = out / "inner.json"
     inner: dict[str, Any] = json.loads(inner_file.read_text()) if inner_file.exists() else {}  # Any: its JSON
+    events = trace_counts(out / "qemu.txt")
+    (out / "qemu-events.json").write_text(json.dumps(events, indent=1, sort_keys=True))
     problems = tuple(lab_problems(out / "campaign")) if (out / "campaign" / "campaign.json").exists() else \
         ("the outer VM left no campaign",)
-    return LabRun(out, result, inner, round(time.monotonic() - t0, 1), problems)
+    return LabRun(out, result, inner, round(time.monotonic() - t0, 1), problems, events)

@@ -34,7 +34,6 @@ import fcntl
 import json
 import mmap
 import os
-import re
 import signal
 import socket
 import struct
@@ -58,9 +57,6 @@ VARIANTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                      ("intel_iommu=on", "iommu=pt", "vfio_iommu_type1.allow_unsafe_interrupts=1")),
     "virtio-iommu": (("-device", "virtio-iommu-pci"), ("iommu=pt", "vfio_iommu_type1.allow_unsafe_interrupts=1")),
 }
-TRACES = ("vtd_err*", "vtd_warn*", "vtd_fault*", "vtd_frr*", "vtd_ce_not_present*", "vtd_ir_remap_msi*",
-          "e1000e_rx_flt_dropped*", "e1000e_rx_not_written_to_guest*", "e1000e_rx_written_to_guest*",
-          "igb_core_vf_reset*", "virtio_iommu_translate_out*", "virtio_iommu_*fault*")  # patterns: no error if absent
 
 # linux/vfio.h: _IO(';', 100 + n)
 VFIO_GET_API_VERSION, VFIO_CHECK_EXTENSION, VFIO_SET_IOMMU = 0x3B64, 0x3B65, 0x3B66
@@ -526,7 +522,7 @@ def prepare_inner(d: Path, kernel: Path, initrd: Path, mtu: int = 1500) -> None:
 
 def run_diag(variant: str, out_dir: Path, nested: bool = True, wire: bool = False, mtu: int = 1500) -> dict[str, Any]:
     from idsbench import settings
-    from idsbench.lab.vfio import outer_nic_args
+    from idsbench.lab.vfio import IR_TRACE, OUTER_TRACES, outer_nic_args, trace_args, trace_counts
     from idsbench.proc import Supervisor
     from idsbench.setups.vm.guestrun import GuestCommand, GuestRunOptions, run_in_guest
     from idsbench.teardown import TeardownStack
@@ -538,7 +534,6 @@ def run_diag(variant: str, out_dir: Path, nested: bool = True, wire: bool = Fals
            ("PATH", f"{Path(sys.executable).parent}:/usr/sbin:/usr/bin:/sbin:/bin"))
     command = GuestCommand(argv=(sys.executable, "-m", "idsbench.lab.vfio_diag", "--inner", str(out),
                                  "--mtu", str(mtu), *(["--wire"] if wire else [])), env=env)
-    trace = tuple(a for t in TRACES for a in ("-trace", t))
     if nested:
         from idsbench.setups.vm.image import ensure_image
 
@@ -548,18 +543,13 @@ def run_diag(variant: str, out_dir: Path, nested: bool = True, wire: bool = Fals
                            tcg_threads="multi", boot_timeout_s=120.0, timeout_s=540.0 if nested else 100.0,
                            machine="q35,kernel-irqchip=split", machine_args=machine_args,
                            read_only=(PCAP.parent,) if PCAP.exists() else (),
-                           qemu_args=(*outer_nic_args(), *trace), kernel_args=kernel_args)
+                           qemu_args=(*outer_nic_args(), *trace_args((*OUTER_TRACES, IR_TRACE))), kernel_args=kernel_args)
     t0 = time.monotonic()
     with TeardownStack(state_dir=settings.state_dir()) as td:
         result = run_in_guest(Supervisor(td), command, out, cache_dir=settings.cache_dir(), options=opts)
     diag_file = out / "diag.json"
     diag: dict[str, Any] = json.loads(diag_file.read_text()) if diag_file.exists() else {}
-    counts: dict[str, int] = {}
-    qemu_txt = out / "qemu.txt"
-    for line in (qemu_txt.read_text(errors="replace").splitlines() if qemu_txt.exists() else []):
-        m = re.match(r"(?:\d+@[\d.]+:)?([a-z][a-z0-9_]+)[ (]", line)  # the log backend: PID@TIME:event args
-        if m:
-            counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    counts = trace_counts(out / "qemu.txt")
     summary = {"variant": variant, "boot_s": result.boot_s, "run_s": result.run_s, "exit": result.exit_code,
                "failure": result.failure, "wall_s": round(time.monotonic() - t0, 1), "qemu_lines": counts,
                "igbvf": diag.get("igbvf"), "vfio": diag.get("vfio"), "vm": diag.get("vm")}
