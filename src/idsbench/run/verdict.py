@@ -129,6 +129,11 @@ def judge(f: SampleFacts) -> Verdict:
         labels.append("undrained")
         warnings.append(f"{f.waterfall.unprocessed_pkts} packets were captured but still unprocessed when "
                         f"the sensor was stopped (counted as unprocessed_pkts); raise timing.drain_timeout_s")
+    elif f.waterfall.unprocessed_pkts > 0:  # the drain ended on counters that lagged behind the capture
+        labels.append("undrained")
+        warnings.append(f"{f.waterfall.unprocessed_pkts} packets were captured but still unprocessed when the "
+                        "sensor was stopped, although the counters the drain read showed none left (they lagged "
+                        "behind its capture: a slow or emulated sensor); counted as unprocessed_pkts")
     problem = accounting_problem(f) or nothing_received(f)
     if problem:
         return Verdict("invalid", problem, tuple(labels), tuple(warnings))
