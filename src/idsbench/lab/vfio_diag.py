@@ -1,6 +1,6 @@
 """A fast check of the nested VFIO lab's data path (issue 31): one outer VM boot, no sensor image.
 
-    python -m idsbench.lab.vfio_diag VARIANT [--wire] [--mtu N] [--no-vm] --out DIR    (host, ~5 min)
+    python -m idsbench.lab.vfio_diag VARIANT [--wire] [--mtu N] [--no-vm | --vm-only] --out DIR   (host, ~5 min)
     python -m idsbench.lab.vfio_diag --inner DIR ...                                   (in the outer VM)
 
 The outer VM is the lab's (lab/vfio.py: q35, a virtual IOMMU, an igb PF behind a root port, a virtio
@@ -406,7 +406,7 @@ def inner_vm(out: Path, vf: str, sender: str, ready_s: float = 360.0) -> dict[st
 WIRE_NS = "ibdiag-sensor"
 
 
-def inner(out: Path, wire: bool = False, mtu: int = 1500) -> int:
+def inner(out: Path, wire: bool = False, mtu: int = 1500, vm_only: bool = False) -> int:
     from idsbench.wire.netns import OFFLOADS
 
     report: dict[str, Any] = {"cmdline": Path("/proc/cmdline").read_text().strip(), "mtu": mtu}
@@ -435,6 +435,12 @@ def inner(out: Path, wire: bool = False, mtu: int = 1500) -> int:
     report["ip_vf"] = sh(pf_ip + ["link", "set", "dev", pf, "vf", "0", "mac", VF_MAC, "spoofchk", "off", "trust", "on"])
     report["iommu_groups"] = len(list(Path("/sys/kernel/iommu_groups").glob("*")))
     try:
+        if vm_only:  # the lab's order: no driver of the outer VM has spoken to the PF for this VF before the VM
+            report["vfio"] = {"driver": rebind(vf, "vfio-pci"), "pf_bdf": pf_bdf, "vm_only": True}
+            if (out / "inner" / "qemu-system-x86_64").exists():
+                report["vm"] = inner_vm(out, vf, sender)
+                log(f"vm: {json.dumps(report['vm'])}")
+            return 0
         # 1. the VF on igbvf in the outer VM
         ctl: dict[str, Any] = {"driver": rebind(vf, "igbvf")}
         time.sleep(2.0)
@@ -520,7 +526,8 @@ def prepare_inner(d: Path, kernel: Path, initrd: Path, mtu: int = 1500) -> None:
     (d / "initrd.img").write_bytes(base + b"\0" * (-len(base) % 4) + newc(files))
 
 
-def run_diag(variant: str, out_dir: Path, nested: bool = True, wire: bool = False, mtu: int = 1500) -> dict[str, Any]:
+def run_diag(variant: str, out_dir: Path, nested: bool = True, wire: bool = False, mtu: int = 1500,
+             vm_only: bool = False) -> dict[str, Any]:
     from idsbench import settings
     from idsbench.lab.vfio import IR_TRACE, OUTER_TRACES, outer_nic_args, trace_args, trace_counts
     from idsbench.proc import Supervisor
@@ -533,7 +540,8 @@ def run_diag(variant: str, out_dir: Path, nested: bool = True, wire: bool = Fals
     env = (("PYTHONDONTWRITEBYTECODE", "1"), ("HOME", "/root"), ("LC_ALL", "C.UTF-8"),
            ("PATH", f"{Path(sys.executable).parent}:/usr/sbin:/usr/bin:/sbin:/bin"))
     command = GuestCommand(argv=(sys.executable, "-m", "idsbench.lab.vfio_diag", "--inner", str(out),
-                                 "--mtu", str(mtu), *(["--wire"] if wire else [])), env=env)
+                                 "--mtu", str(mtu), *(["--wire"] if wire else []),
+                                 *(["--vm-only"] if vm_only else [])), env=env)
     if nested:
         from idsbench.setups.vm.image import ensure_image
 
@@ -564,14 +572,17 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--no-vm", action="store_true", help="only the userspace checks (no nested VM)")
     ap.add_argument("--wire", action="store_true", help="the PF as the lab lends it: in a namespace, promiscuous")
     ap.add_argument("--mtu", type=int, default=1500, help="the VF's MTU (and the PF's with --wire); the lab's: 1508")
+    ap.add_argument("--vm-only", action="store_true",
+                    help="only the nested VM, on a VF no driver of the outer VM has used (the lab's order)")
     ap.add_argument("--inner", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.inner:
-        return inner(args.inner, wire=args.wire, mtu=args.mtu)
+        return inner(args.inner, wire=args.wire, mtu=args.mtu, vm_only=args.vm_only)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout unwinds the teardown (qemu stopped)
     if args.out is None:
         ap.error("--out DIR is needed")
-    print(json.dumps(run_diag(args.variant, args.out, nested=not args.no_vm, wire=args.wire, mtu=args.mtu), indent=1,
+    print(json.dumps(run_diag(args.variant, args.out, nested=not args.no_vm, wire=args.wire, mtu=args.mtu,
+                                     vm_only=args.vm_only), indent=1,
                      default=str))
     return 0
 
