@@ -160,3 +160,12 @@ def test_sensor_threads_is_what_the_sensor_ran_and_the_report_shows_it(tmp_path:
     assert old.to_row()["sensor_threads"] is None
     html = write_report(root).read_text()
     assert "1 CPU, 2g mem, 1 worker" in html
+
+
+def test_a_long_failure_reason_is_clipped_visibly():
+    from idsbench.analysis.cases import REASON_CHARS, _clip
+
+    reason = "invalid: the sensor received none of the 199 packets sent: " + "x" * 400
+    clipped = _clip(reason, REASON_CHARS)
+    assert len(clipped) == REASON_CHARS and clipped.endswith("…") and reason.startswith(clipped[:-1])
+    assert _clip("oom: sensor oom in sample 0", REASON_CHARS) == "oom: sensor oom in sample 0"

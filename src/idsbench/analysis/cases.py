@@ -23,6 +23,7 @@ CV_CHECKED = ("sent_pkts", "decoded_pkts", "dropped_pkts", "drop_ratio", "sensor
 DEFAULT_CV_THRESHOLD = 0.10
 MIN_DROP_RATIO_FOR_CV = 0.001  # below 0.1% drops, relative spread of drops is noise
 REQUESTED_LEVEL = 0.95
+REASON_CHARS = 320  # a failed sample's reason in a case's warning (the sample's summary keeps it whole)
 
 
 @dataclass(frozen=True)
@@ -180,11 +181,15 @@ def alert_medians(cs: CaseSamples) -> dict[int, float]:
     return out
 
 
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
 def _warnings(cs: CaseSamples, threshold: float) -> list[str]:
     case_id = cs.info.case_id
     out: list[str] = []
     if cs.failed:
-        reasons = "; ".join(sorted({f"{s.status}: {s.summary.reason or 'no reason recorded'}"[:200]
+        reasons = "; ".join(sorted({_clip(f"{s.status}: {s.summary.reason or 'no reason recorded'}", REASON_CHARS)
                                     for s in cs.failed}))
         out.append(f"case {case_id}: {len(cs.failed)} sample(s) not ok ({reasons}); medians use the ok "
                    "samples only.")
