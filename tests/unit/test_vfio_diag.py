@@ -33,3 +33,12 @@ def test_the_base_variant_is_the_labs_configuration():
         assert args[0] == "-device", name
         if "intremap=off" in args[1] or "virtio-iommu" in args[1]:  # no interrupt remapping: vfio must be told
             assert "vfio_iommu_type1.allow_unsafe_interrupts=1" in kargs, name
+
+
+def test_like_sensor_puts_a_sensor_vms_other_devices_ahead_of_the_vf(tmp_path):
+    argv = vfio_diag.sensor_devices(tmp_path)
+    devices = [argv[i + 1].split(",")[0] for i, a in enumerate(argv) if a == "-device"]
+    assert devices == ["virtio-serial-pci", "virtio-9p-pci", "virtio-9p-pci", "virtio-9p-pci"]
+    drive = argv[argv.index("-drive") + 1]
+    assert "if=virtio" in drive and "snapshot=on" in drive
+    assert (tmp_path / "blank.img").stat().st_size == 64 << 20

@@ -1,6 +1,6 @@
 """A fast check of the nested VFIO lab's data path (issue 31): one outer VM boot, no sensor image.
 
-    python -m idsbench.lab.vfio_diag VARIANT [--wire] [--mtu N] [--no-vm | --vm-only] --out DIR   (host, ~5 min)
+    python -m idsbench.lab.vfio_diag VARIANT [--wire] [--mtu N] [--no-vm | --vm-only] [--like-sensor] --out DIR
     python -m idsbench.lab.vfio_diag --inner DIR ...                                   (in the outer VM)
 
 The outer VM is the lab's (lab/vfio.py: q35, a virtual IOMMU, an igb PF behind a root port, a virtio
@@ -348,8 +348,23 @@ def newc(files: dict[str, tuple[int, bytes]]) -> bytes:
     return out
 
 
-def inner_vm(out: Path, vf: str, sender: str, ready_s: float = 360.0) -> dict[str, Any]:
-    """Boot the minimal VM on the VF (vfio-pci), send frames once its igbvf is up, read its counters."""
+def sensor_devices(d: Path) -> list[str]:
+    """The devices a sensor VM has besides its VF (setups/vm/qemu.py: a virtio disk, the control port on
+    virtio-serial, three 9p shares), ahead of it, so the VF lands where it does there (00:05.0)."""
+    disk = d / "blank.img"
+    with open(disk, "wb") as fh:
+        fh.truncate(64 << 20)
+    argv = ["-drive", f"file={disk},if=virtio,format=raw,snapshot=on,cache=unsafe",
+            "-device", "virtio-serial-pci,id=vser"]
+    for n in range(3):
+        argv += ["-fsdev", f"local,id=fs{n},path={d},security_model=passthrough,readonly=on",
+                 "-device", f"virtio-9p-pci,fsdev=fs{n},mount_tag=ib{n}"]
+    return argv
+
+
+def inner_vm(out: Path, vf: str, sender: str, ready_s: float = 360.0, like_sensor: bool = False) -> dict[str, Any]:
+    """Boot the minimal VM on the VF (vfio-pci), send frames once its igbvf is up, read its counters.
+    `like_sensor`: with the sensor VM's other devices ahead of the VF."""
     from idsbench.setups.vm.qemu import TCG_TB_MIB
 
     d = out / "inner"
@@ -362,7 +377,7 @@ def inner_vm(out: Path, vf: str, sender: str, ready_s: float = 360.0) -> dict[st
             "-display", "none", "-no-reboot",
             "-serial", f"file:{console}", "-kernel", str(d / "vmlinuz"), "-initrd", str(d / "initrd.img"),
             "-append", "console=ttyS0 panic=-1 quiet net.ifnames=0 mitigations=off tsc=reliable no_timer_check "
-            "ipv6.disable=1", "-device", f"vfio-pci,host={vf}"]
+            "ipv6.disable=1", *(sensor_devices(d) if like_sensor else []), "-device", f"vfio-pci,host={vf}"]
     env = dict(os.environ, LD_LIBRARY_PATH=str(d / "lib"))
     t0 = time.monotonic()
     qemu = subprocess.Popen(argv, env=env, stdout=open(d / "qemu.txt", "w"), stderr=subprocess.STDOUT)
@@ -406,7 +421,7 @@ def inner_vm(out: Path, vf: str, sender: str, ready_s: float = 360.0) -> dict[st
 WIRE_NS = "ibdiag-sensor"
 
 
-def inner(out: Path, wire: bool = False, mtu: int = 1500, vm_only: bool = False) -> int:
+def inner(out: Path, wire: bool = False, mtu: int = 1500, vm_only: bool = False, like_sensor: bool = False) -> int:
     from idsbench.wire.netns import OFFLOADS
 
     report: dict[str, Any] = {"cmdline": Path("/proc/cmdline").read_text().strip(), "mtu": mtu}
@@ -438,7 +453,7 @@ def inner(out: Path, wire: bool = False, mtu: int = 1500, vm_only: bool = False)
         if vm_only:  # the lab's order: no driver of the outer VM has spoken to the PF for this VF before the VM
             report["vfio"] = {"driver": rebind(vf, "vfio-pci"), "pf_bdf": pf_bdf, "vm_only": True}
             if (out / "inner" / "qemu-system-x86_64").exists():
-                report["vm"] = inner_vm(out, vf, sender)
+                report["vm"] = inner_vm(out, vf, sender, like_sensor=like_sensor)
                 log(f"vm: {json.dumps(report['vm'])}")
             return 0
         # 1. the VF on igbvf in the outer VM
@@ -474,7 +489,7 @@ def inner(out: Path, wire: bool = False, mtu: int = 1500, vm_only: bool = False)
         (out / "diag.json").write_text(json.dumps(report, indent=1, default=str))
         # 3. the VF in a minimal VM (kernel + initrd, no disk) on vfio-pci: the lab's path, nested
         if (out / "inner" / "qemu-system-x86_64").exists():
-            report["vm"] = inner_vm(out, vf, sender)
+            report["vm"] = inner_vm(out, vf, sender, like_sensor=like_sensor)
             log(f"vm: {json.dumps(report['vm'])}")
     finally:
         rebind(vf, None)
@@ -527,7 +542,7 @@ def prepare_inner(d: Path, kernel: Path, initrd: Path, mtu: int = 1500) -> None:
 
 
 def run_diag(variant: str, out_dir: Path, nested: bool = True, wire: bool = False, mtu: int = 1500,
-             vm_only: bool = False) -> dict[str, Any]:
+             vm_only: bool = False, like_sensor: bool = False) -> dict[str, Any]:
     from idsbench import settings
     from idsbench.lab.vfio import IR_TRACE, OUTER_TRACES, outer_nic_args, trace_args, trace_counts
     from idsbench.proc import Supervisor
@@ -541,7 +556,8 @@ def run_diag(variant: str, out_dir: Path, nested: bool = True, wire: bool = Fals
            ("PATH", f"{Path(sys.executable).parent}:/usr/sbin:/usr/bin:/sbin:/bin"))
     command = GuestCommand(argv=(sys.executable, "-m", "idsbench.lab.vfio_diag", "--inner", str(out),
                                  "--mtu", str(mtu), *(["--wire"] if wire else []),
-                                 *(["--vm-only"] if vm_only else [])), env=env)
+                                 *(["--vm-only"] if vm_only else []),
+                                 *(["--like-sensor"] if like_sensor else [])), env=env)
     if nested:
         from idsbench.setups.vm.image import ensure_image
 
@@ -574,15 +590,17 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--mtu", type=int, default=1500, help="the VF's MTU (and the PF's with --wire); the lab's: 1508")
     ap.add_argument("--vm-only", action="store_true",
                     help="only the nested VM, on a VF no driver of the outer VM has used (the lab's order)")
+    ap.add_argument("--like-sensor", action="store_true",
+                    help="the nested VM with a sensor VM's other devices ahead of the VF (disk, serial, 9p)")
     ap.add_argument("--inner", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.inner:
-        return inner(args.inner, wire=args.wire, mtu=args.mtu, vm_only=args.vm_only)
+        return inner(args.inner, wire=args.wire, mtu=args.mtu, vm_only=args.vm_only, like_sensor=args.like_sensor)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout unwinds the teardown (qemu stopped)
     if args.out is None:
         ap.error("--out DIR is needed")
     print(json.dumps(run_diag(args.variant, args.out, nested=not args.no_vm, wire=args.wire, mtu=args.mtu,
-                                     vm_only=args.vm_only), indent=1,
+                                     vm_only=args.vm_only, like_sensor=args.like_sensor), indent=1,
                      default=str))
     return 0
 
