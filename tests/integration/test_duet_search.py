@@ -1,7 +1,7 @@
 """The duet search for real: an A/A duet (two identical Suricatas, each under a 0.3-CPU quota on the
 same CPU, 400 costly PCRE rules so the CPU bounds the NDR) searched on bare metal. Both sides' NDRs come
-from duet trials that feed both MLRsearch controllers; they agree within a quarter (not within the
-precision: see below), the NDR ratio lies in its interval, and the results rows carry the contract (`ndr_pps` per side,
+from duet trials that feed both MLRsearch controllers (the same trials, the same packets; NDRs that differ
+come from a shared trial the sides judged differently: see below), the NDR ratio lies in its interval, and the results rows carry the contract (`ndr_pps` per side,
 `duet_ndr_ratio`, `duet_ndr_ratio_ci` on the pair row)."""
 
 from __future__ import annotations
@@ -43,11 +43,20 @@ def test_an_aa_duet_search_finds_both_ndrs_from_shared_trials(tmp_path, state_di
     assert ga.value is not None and gb.value is not None, a.notes
     assert ga.relevant_upper is not None and gb.relevant_upper is not None, "no NDR below the top: not CPU-bound"
     # Two identical sensors on one CPU judge the same trials, but near the NDR a second's capacity decides a
-    # trial, and the two sides' seconds differ: their NDRs agreed exactly in one run here (15,559 x2) and
-    # were 17% apart in another (a 13,293, b 15,559: a failed 14,764 twice where b passed). A/A agreement
-    # within the precision is not what one repeat can promise on this host; a quarter is an error.
-    assert 0.75 <= gb.value / ga.value <= 1 / 0.75, (ga, gb)
+    # trial, and the two sides' seconds differ: their NDRs agreed exactly in one run here (15,559 x2), were
+    # 17% apart in another (a failed 14,764 twice where b passed) and 60% in a third (8,291 vs 13,293: every
+    # trial lossless on both sides; at 9,208 pps a's CPU left 30 packets of work beyond the tail allowance,
+    # b's none, and that one trial bounds a's NDR). How close A/A NDRs come is the host's noise (a benchmark's
+    # figure, bench_duet), not a property of the code; what is: both sides judge the same trials, and NDRs
+    # differ only where the sides judged a shared trial differently.
     assert [t.index for t in a.trials] == [t.index for t in b.trials]  # each trial fed both sides
+    assert all(ta.value == tb.value and ta.sent_pkts == tb.sent_pkts for ta, tb in zip(a.trials, b.trials))
+
+    if ga.value != gb.value:
+        judged = [(ta.kept_up_lossless and ta.accounted, tb.kept_up_lossless and tb.accounted)
+                  for ta, tb in zip(a.trials, b.trials)]
+        assert any(x != y for x, y in judged), (ga, gb, judged)
+    print(f"A/A NDRs: a {ga.value:,.0f} b {gb.value:,.0f} pps ({gb.value / ga.value - 1:+.1%})")
     campaign = load_campaign(out)
     (r,) = duet_results(campaign)
     assert r.n == 1, "the verification duet sample did not give a ratio"
