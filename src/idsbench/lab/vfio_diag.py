@@ -452,42 +452,39 @@ def inner(out: Path, wire: bool = False, mtu: int = 1500, vm_only: bool = False,
     try:
         if vm_only:  # the lab's order: no driver of the outer VM has spoken to the PF for this VF before the VM
             report["vfio"] = {"driver": rebind(vf, "vfio-pci"), "pf_bdf": pf_bdf, "vm_only": True}
-            if (out / "inner" / "qemu-system-x86_64").exists():
-                report["vm"] = inner_vm(out, vf, sender, like_sensor=like_sensor)
-                log(f"vm: {json.dumps(report['vm'])}")
-            return 0
-        # 1. the VF on igbvf in the outer VM
-        ctl: dict[str, Any] = {"driver": rebind(vf, "igbvf")}
-        time.sleep(2.0)
-        vif = next((p.name for p in Path(f"/sys/bus/pci/devices/{vf}/net").iterdir()), None) \
-            if Path(f"/sys/bus/pci/devices/{vf}/net").is_dir() else None
-        if vif:
-            ctl["mtu"] = sh(["ip", "link", "set", "dev", vif, "mtu", str(mtu)]) or mtu
-            sh(["ip", "link", "set", "dev", vif, "up"])
-            for _ in range(60):
-                if Path(f"/sys/class/net/{vif}/carrier").read_text(errors="replace").strip() == "1":
-                    break
-                time.sleep(0.5)
-            before = int(Path(f"/sys/class/net/{vif}/statistics/rx_packets").read_text())
-            ctl["sent"] = send_frames(sender)
-            time.sleep(3.0)
-            ctl["rx_packets"] = int(Path(f"/sys/class/net/{vif}/statistics/rx_packets").read_text()) - before
-            ctl["interrupts"] = [line.strip() for line in Path("/proc/interrupts").read_text().splitlines()
-                                 if vif in line or "igbvf" in line]
-        report["igbvf"] = ctl
-        log(f"igbvf: {ctl}")
-        # 2. the VF on vfio-pci, from userspace
-        v: dict[str, Any] = {"driver": rebind(vf, "vfio-pci"), "pf_bdf": pf_bdf}
-        report["vfio"] = v
-        try:
-            vfio_probe(vf, sender, v)
-        except Exception as exc:  # reported with what was seen so far
-            v["error"] = f"{type(exc).__name__}: {exc}"
-        log(f"vfio: {json.dumps(v)}")
-        report["interrupts_vfio"] = [line.strip() for line in Path("/proc/interrupts").read_text().splitlines()
-                                     if "vfio" in line]
-        (out / "diag.json").write_text(json.dumps(report, indent=1, default=str))
-        # 3. the VF in a minimal VM (kernel + initrd, no disk) on vfio-pci: the lab's path, nested
+        else:
+            # 1. the VF on igbvf in the outer VM
+            ctl: dict[str, Any] = {"driver": rebind(vf, "igbvf")}
+            time.sleep(2.0)
+            vif = next((p.name for p in Path(f"/sys/bus/pci/devices/{vf}/net").iterdir()), None) \
+                if Path(f"/sys/bus/pci/devices/{vf}/net").is_dir() else None
+            if vif:
+                ctl["mtu"] = sh(["ip", "link", "set", "dev", vif, "mtu", str(mtu)]) or mtu
+                sh(["ip", "link", "set", "dev", vif, "up"])
+                for _ in range(60):
+                    if Path(f"/sys/class/net/{vif}/carrier").read_text(errors="replace").strip() == "1":
+                        break
+                    time.sleep(0.5)
+                before = int(Path(f"/sys/class/net/{vif}/statistics/rx_packets").read_text())
+                ctl["sent"] = send_frames(sender)
+                time.sleep(3.0)
+                ctl["rx_packets"] = int(Path(f"/sys/class/net/{vif}/statistics/rx_packets").read_text()) - before
+                ctl["interrupts"] = [line.strip() for line in Path("/proc/interrupts").read_text().splitlines()
+                                     if vif in line or "igbvf" in line]
+            report["igbvf"] = ctl
+            log(f"igbvf: {ctl}")
+            # 2. the VF on vfio-pci, from userspace
+            v: dict[str, Any] = {"driver": rebind(vf, "vfio-pci"), "pf_bdf": pf_bdf}
+            report["vfio"] = v
+            try:
+                vfio_probe(vf, sender, v)
+            except Exception as exc:  # reported with what was seen so far
+                v["error"] = f"{type(exc).__name__}: {exc}"
+            log(f"vfio: {json.dumps(v)}")
+            report["interrupts_vfio"] = [line.strip() for line in Path("/proc/interrupts").read_text().splitlines()
+                                         if "vfio" in line]
+            (out / "diag.json").write_text(json.dumps(report, indent=1, default=str))
+        # 3. the VF in a minimal VM (kernel + initrd; --like-sensor: a sensor VM's devices too) on vfio-pci, nested
         if (out / "inner" / "qemu-system-x86_64").exists():
             report["vm"] = inner_vm(out, vf, sender, like_sensor=like_sensor)
             log(f"vm: {json.dumps(report['vm'])}")

@@ -125,15 +125,12 @@ def judge(f: SampleFacts) -> Verdict:
         return Verdict("invalid", f"captured {f.counters.captured_pkts} != decoded {f.counters.decoded_pkts} + "
                        f"dropped {f.counters.dropped_pkts}: unprocessed {w.unprocessed_pkts} while the sensor "
                        "stood idle (it stopped processing with packets in its ring)", tuple(labels), tuple(warnings))
-    if not f.drained:
+    if not f.drained or f.waterfall.unprocessed_pkts > 0:  # drained: the drain read counters that lagged
         labels.append("undrained")
-        warnings.append(f"{f.waterfall.unprocessed_pkts} packets were captured but still unprocessed when "
-                        f"the sensor was stopped (counted as unprocessed_pkts); raise timing.drain_timeout_s")
-    elif f.waterfall.unprocessed_pkts > 0:  # the drain ended on counters that lagged behind the capture
-        labels.append("undrained")
-        warnings.append(f"{f.waterfall.unprocessed_pkts} packets were captured but still unprocessed when the "
-                        "sensor was stopped, although the counters the drain read showed none left (they lagged "
-                        "behind its capture: a slow or emulated sensor); counted as unprocessed_pkts")
+        warnings.append(f"{f.waterfall.unprocessed_pkts} packets were captured but still unprocessed when " + (
+            "the sensor was stopped (counted as unprocessed_pkts); raise timing.drain_timeout_s" if not f.drained else
+            "the sensor was stopped, although the counters the drain read showed none left (they lagged behind "
+            "its capture: a slow or emulated sensor); counted as unprocessed_pkts"))
     problem = accounting_problem(f) or nothing_received(f)
     if problem:
         return Verdict("invalid", problem, tuple(labels), tuple(warnings))
