@@ -34,7 +34,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
                                       "OUT/campaign, labelled emulated; OUT/inner.json lists anything left behind.")
     vfio.add_argument("spec", type=Path, help="the campaign spec (e.g. examples/vfio-lab.toml)")
     vfio.add_argument("--out", type=Path, required=True, help="output directory")
-    vfio.add_argument("--memory", type=int, default=3584, help="outer VM memory in MiB (default 3584)")
+    vfio.add_argument("--memory", type=int, help="outer VM memory in MiB (default 2560; at most 2815, which keeps "
+                      "all of it below 4 GiB)")
     vfio.add_argument("--vcpus", type=int, default=2, help="outer VM vCPUs (default 2)")
     vfio.set_defaults(func=run_vfio)
     p.set_defaults(func=lambda _a: _usage(p))
@@ -87,7 +88,8 @@ def run_status(args: argparse.Namespace) -> int:
 def run_vfio(args: argparse.Namespace) -> int:
     from idsbench.lab.vfio import LabOptions, run_lab
 
-    run = run_lab(args.spec, args.out, options=LabOptions(vcpus=args.vcpus, memory_mib=args.memory),
+    options = LabOptions(vcpus=args.vcpus, **({"memory_mib": args.memory} if args.memory else {}))
+    run = run_lab(args.spec, args.out, options=options,
                   log=lambda line: print(f"lab vfio: {line}"))
     g, inner = run.guest, run.inner
     print(f"lab vfio: outer VM booted in {g.boot_s:.0f} s, command ran {g.run_s:.0f} s (exit {g.exit_code}"

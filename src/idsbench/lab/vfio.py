@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from idsbench import settings
+from idsbench.errors import SpecError
 from idsbench.proc import Supervisor
 from idsbench.setups.vm.guestrun import GuestCommand, GuestRunOptions, GuestRunResult, python_paths, run_in_guest
 from idsbench.setups.vm.image import ensure_image
@@ -89,10 +90,17 @@ def trace_counts(qemu_log: Path) -> dict[str, int]:
     return counts
 
 
+# q35 keeps a guest's RAM below 4 GiB up to 0xb0000000 (2816 MiB). With more, part of it lands above 4 GiB
+# and the firmware (SeaBIOS) then opens its large 64-bit PCI window high up (0xc0_0000_0000 here): the VFs'
+# BARs (64-bit) land there, and the nested sensor VM's igbvf never reaches them (no VF reset in the outer
+# qemu's trace, a random MAC, no carrier) while with the BARs below 4 GiB it does (vfio_diag --outer-mib).
+LOW_RAM_MAX_MIB = 2815
+
+
 @dataclass(frozen=True)
 class LabOptions:
     vcpus: int = 2
-    memory_mib: int = 3584       # a pinned 1 GiB sensor VM, its qemu, the runner, the page cache
+    memory_mib: int = 2560       # a pinned 1 GiB sensor VM, its qemu, the runner, the page cache (<= LOW_RAM_MAX_MIB)
     boot_timeout_s: float = 900.0
     timeout_s: float = 6 * 3600.0
     tcg_threads: str = "multi"
@@ -154,6 +162,11 @@ def lab_spec(path: Path) -> tuple[dict[str, Any], Spec]:  # Any: the TOML docume
 def run_lab(spec_path: Path, out_dir: Path, *, cache_dir: Path | None = None, state_dir: Path | None = None,
             options: LabOptions | None = None, log: Callable[[str], None] = lambda _l: None) -> LabRun:
     opts = options or LabOptions()
+    if opts.memory_mib > LOW_RAM_MAX_MIB:
+        raise SpecError(f"the outer VM's {opts.memory_mib} MiB put part of its RAM above 4 GiB, and with it the VFs' "
+                        "BARs into the firmware's high 64-bit window, where the nested sensor VM cannot reach them.",
+                        fix=f"give the outer VM at most {LOW_RAM_MAX_MIB} MiB (--memory; default "
+                            f"{LabOptions().memory_mib}).")
     cache = cache_dir or settings.cache_dir()
     out = out_dir.resolve()
     out.mkdir(parents=True, exist_ok=True)

@@ -48,6 +48,7 @@ from idsbench.lab.vfio_inner import find_port
 VF_MAC = "52:54:00:69:64:10"
 PCAP = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "pcaps" / "sv_smtp-data-rejected.pcap"
 FRAMES = 20
+UDEV_READY_S = 1500.0  # a nested boot through udev's coldplug (the lab's sensor VMs: 18-42 min to their init)
 
 # The outer VM's IOMMU per variant: (qemu arguments before any PCI device, kernel parameters).
 VARIANTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -362,9 +363,13 @@ def sensor_devices(d: Path) -> list[str]:
     return argv
 
 
-def inner_vm(out: Path, vf: str, sender: str, ready_s: float = 360.0, like_sensor: bool = False) -> dict[str, Any]:
+def inner_vm(out: Path, vf: str, sender: str, ready_s: float = 360.0, like_sensor: bool = False,
+             limit_mib: int | None = None) -> dict[str, Any]:
     """Boot the minimal VM on the VF (vfio-pci), send frames once its igbvf is up, read its counters.
-    `like_sensor`: with the sensor VM's other devices ahead of the VF."""
+    `like_sensor`: with the sensor VM's other devices ahead of the VF. `limit_mib`: its qemu in a memory
+    cgroup of that size from its first instruction, as the vm setup starts a sensor VM (guest RAM + qemu's
+    overhead; the VF pins all of the guest's RAM inside it)."""
+    from idsbench.infra import cgroups
     from idsbench.setups.vm.qemu import TCG_TB_MIB
 
     d = out / "inner"
@@ -379,6 +384,11 @@ def inner_vm(out: Path, vf: str, sender: str, ready_s: float = 360.0, like_senso
             "-append", "console=ttyS0 panic=-1 quiet net.ifnames=0 mitigations=off tsc=reliable no_timer_check "
             "ipv6.disable=1", *(sensor_devices(d) if like_sensor else []), "-device", f"vfio-pci,host={vf}"]
     env = dict(os.environ, LD_LIBRARY_PATH=str(d / "lib"))
+    group = cgroups.create("ibdiag-vm", memory_bytes=limit_mib << 20) if limit_mib else None
+    if group is not None:  # joined before exec: the pinned RAM is charged to it
+        argv = ["sh", "-c", 'for f in "$@"; do case $f in --) shift; break;; esac; echo $$ > "$f"; shift; done; '
+                'exec "$@"', "join", *map(str, group.procs_files), "--", *argv]
+        report["limit_mib"] = limit_mib
     t0 = time.monotonic()
     qemu = subprocess.Popen(argv, env=env, stdout=open(d / "qemu.txt", "w"), stderr=subprocess.STDOUT)
     report["pid"] = qemu.pid
@@ -415,13 +425,18 @@ def inner_vm(out: Path, vf: str, sender: str, ready_s: float = 360.0, like_senso
             qemu.wait()
         report["exit"] = qemu.returncode
         report["qemu_out"] = (d / "qemu.txt").read_text(errors="replace")[-2000:]
+        if group is not None:
+            report["cgroup"] = {"peak_mib": group.memory_peak_bytes() >> 20, "failcnt": group.memory_failcnt(),
+                                "events": group.memory_events().describe(), "oom_kills": group.oom_kills()}
+            group.remove()
     return report
 
 
 WIRE_NS = "ibdiag-sensor"
 
 
-def inner(out: Path, wire: bool = False, mtu: int = 1500, vm_only: bool = False, like_sensor: bool = False) -> int:
+def inner(out: Path, wire: bool = False, mtu: int = 1500, vm_only: bool = False, like_sensor: bool = False,
+          limit_mib: int | None = None, ready_s: float = 360.0) -> int:
     from idsbench.wire.netns import OFFLOADS
 
     report: dict[str, Any] = {"cmdline": Path("/proc/cmdline").read_text().strip(), "mtu": mtu}
@@ -449,6 +464,11 @@ def inner(out: Path, wire: bool = False, mtu: int = 1500, vm_only: bool = False,
     report["vf"] = vf
     report["ip_vf"] = sh(pf_ip + ["link", "set", "dev", pf, "vf", "0", "mac", VF_MAC, "spoofchk", "off", "trust", "on"])
     report["iommu_groups"] = len(list(Path("/sys/kernel/iommu_groups").glob("*")))
+    bridge = (dev.resolve()).parent.name  # the PF's root port
+    report["resources"] = {b: [line for line in (Path("/sys/bus/pci/devices") / b / "resource").read_text().splitlines()
+                               if not line.startswith("0x0000000000000000 0x0000000000000000")]
+                           for b in (bridge, pf_bdf, vf)}
+    report["iomem"] = Path("/proc/iomem").read_text().splitlines()
     try:
         if vm_only:  # the lab's order: no driver of the outer VM has spoken to the PF for this VF before the VM
             report["vfio"] = {"driver": rebind(vf, "vfio-pci"), "pf_bdf": pf_bdf, "vm_only": True}
@@ -486,7 +506,7 @@ def inner(out: Path, wire: bool = False, mtu: int = 1500, vm_only: bool = False,
             (out / "diag.json").write_text(json.dumps(report, indent=1, default=str))
         # 3. the VF in a minimal VM (kernel + initrd; --like-sensor: a sensor VM's devices too) on vfio-pci, nested
         if (out / "inner" / "qemu-system-x86_64").exists():
-            report["vm"] = inner_vm(out, vf, sender, like_sensor=like_sensor)
+            report["vm"] = inner_vm(out, vf, sender, ready_s=ready_s, like_sensor=like_sensor, limit_mib=limit_mib)
             log(f"vm: {json.dumps(report['vm'])}")
     finally:
         rebind(vf, None)
@@ -502,9 +522,23 @@ TOOL_LIBS = ("libbpf.so.1", "libbsd.so.0", "libelf.so.1", "libmd.so.0", "libmnl.
 FIRMWARE = ("bios-256k.bin", "kvmvapic.bin", "linuxboot_dma.bin", "linuxboot.bin")
 
 
-def prepare_inner(d: Path, kernel: Path, initrd: Path, mtu: int = 1500) -> None:
+def overlay_files(mtu: int, udev_boot: bool) -> dict[str, tuple[int, bytes]]:
+    """What the initrd overlay carries: INNER_INIT as /init, or (`udev_boot`) as the initramfs's only
+    init-premount script (run_scripts reads the ORDER file), and the MTU."""
+    files = {"mtu": (0o100644, f"{mtu}\n".encode())}
+    if udev_boot:
+        files["scripts/init-premount/ORDER"] = (0o100644, b'/scripts/init-premount/ibdiag "$@"\n')
+        files["scripts/init-premount/ibdiag"] = (0o100755, INNER_INIT.encode())
+    else:
+        files["init"] = (0o100755, INNER_INIT.encode())
+    return files
+
+
+def prepare_inner(d: Path, kernel: Path, initrd: Path, mtu: int = 1500, udev_boot: bool = False) -> None:
     """This host's qemu (the outer image has none: the lab's has, but is not always built) with its
-    libraries and firmware, the image's kernel, and its initrd with INNER_INIT as /init, into `d`."""
+    libraries and firmware, the image's kernel, and its initrd with INNER_INIT as /init — or, `udev_boot`,
+    the initrd's own /init (udev's coldplug loads igbvf, as in a sensor VM's boot) with INNER_INIT as its
+    one init-premount script (after the coldplug has settled, before any root is mounted) — into `d`."""
     import shutil
 
     d.mkdir(parents=True, exist_ok=True)
@@ -524,7 +558,7 @@ def prepare_inner(d: Path, kernel: Path, initrd: Path, mtu: int = 1500) -> None:
                 shutil.copy(os.path.realpath(src), d / "share" / name)
                 break
     shutil.copy(kernel, d / "vmlinuz")
-    files = {"init": (0o100755, INNER_INIT.encode()), "mtu": (0o100644, f"{mtu}\n".encode())}
+    files = overlay_files(mtu, udev_boot)
     for tool in ("ip", "ethtool"):  # this host's (the same release), with the libraries the initrd lacks
         path = shutil.which(tool, path="/usr/sbin:/sbin:/usr/bin")
         if path is None:
@@ -539,9 +573,10 @@ def prepare_inner(d: Path, kernel: Path, initrd: Path, mtu: int = 1500) -> None:
 
 
 def run_diag(variant: str, out_dir: Path, nested: bool = True, wire: bool = False, mtu: int = 1500,
-             vm_only: bool = False, like_sensor: bool = False) -> dict[str, Any]:
+             vm_only: bool = False, like_sensor: bool = False, limit_mib: int | None = None,
+             udev_boot: bool = False, outer_mib: int | None = None) -> dict[str, Any]:
     from idsbench import settings
-    from idsbench.lab.vfio import IR_TRACE, OUTER_TRACES, outer_nic_args, trace_args, trace_counts
+    from idsbench.lab.vfio import IR_TRACE, OUTER_TRACES, LabOptions, outer_nic_args, trace_args, trace_counts
     from idsbench.proc import Supervisor
     from idsbench.setups.vm.guestrun import GuestCommand, GuestRunOptions, run_in_guest
     from idsbench.teardown import TeardownStack
@@ -554,14 +589,17 @@ def run_diag(variant: str, out_dir: Path, nested: bool = True, wire: bool = Fals
     command = GuestCommand(argv=(sys.executable, "-m", "idsbench.lab.vfio_diag", "--inner", str(out),
                                  "--mtu", str(mtu), *(["--wire"] if wire else []),
                                  *(["--vm-only"] if vm_only else []),
-                                 *(["--like-sensor"] if like_sensor else [])), env=env)
+                                 *(["--like-sensor"] if like_sensor else []),
+                                 *(["--limit-mib", str(limit_mib)] if limit_mib else []),
+                                 *(["--ready-s", str(UDEV_READY_S)] if udev_boot else [])), env=env)
     if nested:
         from idsbench.setups.vm.image import ensure_image
 
         image = ensure_image(settings.cache_dir(), None, ("tcpreplay",))  # run_in_guest's (cached) image
-        prepare_inner(out / "inner", image.kernel, image.initrd, mtu)
-    opts = GuestRunOptions(name=f"{settings.name_prefix()}-vfiodiag", vcpus=2, memory_mib=1536, accel="tcg",
-                           tcg_threads="multi", boot_timeout_s=120.0, timeout_s=540.0 if nested else 100.0,
+        prepare_inner(out / "inner", image.kernel, image.initrd, mtu, udev_boot=udev_boot)
+    opts = GuestRunOptions(name=f"{settings.name_prefix()}-vfiodiag", vcpus=2, memory_mib=outer_mib or LabOptions().memory_mib, accel="tcg",
+                           tcg_threads="multi", boot_timeout_s=120.0,
+                           timeout_s=(540.0 + (UDEV_READY_S if udev_boot else 0.0)) if nested else 100.0,
                            machine="q35,kernel-irqchip=split", machine_args=machine_args,
                            read_only=(PCAP.parent,) if PCAP.exists() else (),
                            qemu_args=(*outer_nic_args(), *trace_args((*OUTER_TRACES, IR_TRACE))), kernel_args=kernel_args)
@@ -589,15 +627,25 @@ def main(argv: list[str]) -> int:
                     help="only the nested VM, on a VF no driver of the outer VM has used (the lab's order)")
     ap.add_argument("--like-sensor", action="store_true",
                     help="the nested VM with a sensor VM's other devices ahead of the VF (disk, serial, 9p)")
+    ap.add_argument("--limit-mib", type=int, help="the nested VM's qemu in a memory cgroup of N MiB, as the vm "
+                    "setup starts a sensor VM (1 GiB guest under TCG: 1344)")
+    ap.add_argument("--udev-boot", action="store_true", help="the nested VM boots through the image's initramfs "
+                    "(udev's coldplug loads igbvf, as in a sensor VM), the check runs as its init-premount script")
+    ap.add_argument("--outer-mib", type=int, help="the outer VM's memory (default: the lab's; above 2815 MiB part of it "
+                    "lands above 4 GiB and the VF's BARs move to the firmware's high 64-bit window)")
+    ap.add_argument("--ready-s", type=float, default=360.0, help=argparse.SUPPRESS)
     ap.add_argument("--inner", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.inner:
-        return inner(args.inner, wire=args.wire, mtu=args.mtu, vm_only=args.vm_only, like_sensor=args.like_sensor)
+        return inner(args.inner, wire=args.wire, mtu=args.mtu, vm_only=args.vm_only, like_sensor=args.like_sensor,
+                     limit_mib=args.limit_mib, ready_s=args.ready_s)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout unwinds the teardown (qemu stopped)
     if args.out is None:
         ap.error("--out DIR is needed")
     print(json.dumps(run_diag(args.variant, args.out, nested=not args.no_vm, wire=args.wire, mtu=args.mtu,
-                                     vm_only=args.vm_only, like_sensor=args.like_sensor), indent=1,
+                                     vm_only=args.vm_only, like_sensor=args.like_sensor, limit_mib=args.limit_mib,
+                                     udev_boot=args.udev_boot, outer_mib=args.outer_mib),
+                     indent=1,
                      default=str))
     return 0
 
