@@ -1,6 +1,7 @@
 """A fast check of the nested VFIO lab's data path (issue 31): one outer VM boot, no sensor image.
 
-    python -m idsbench.lab.vfio_diag VARIANT [--wire] [--mtu N] [--no-vm | --vm-only] [--like-sensor] --out DIR
+    python -m idsbench.lab.vfio_diag VARIANT [--wire] [--mtu N] [--no-vm | --vm-only] [--like-sensor]
+                                     [--limit-mib N] [--udev-boot] [--outer-mib N] --out DIR
     python -m idsbench.lab.vfio_diag --inner DIR ...                                   (in the outer VM)
 
 The outer VM is the lab's (lab/vfio.py: q35, a virtual IOMMU, an igb PF behind a root port, a virtio
@@ -21,8 +22,13 @@ gives it, and frames addressed to it are sent from the virtio port (an AF_PACKET
    its igbvf's counters and interrupts on its console (DIR/inner/console.log); the frames, then the
    lab's trace by tcpreplay through the sender port's egress rewrite (where ../shared holds it).
 
+The outer VM has the lab's memory (`--outer-mib`; above 2815 MiB part of its RAM lies above 4 GiB and the
+VF's BARs move to the firmware's high 64-bit window, where the emulated igb answers no access: lab/vfio.py).
 The outer qemu traces VT-d errors and warnings, interrupt remapping and the igb's filter drops and
-writes (DIR/qemu.txt, counted in DIR/summary.json). Everything the outer VM saw: DIR/diag.json.
+writes (DIR/qemu.txt, counted in DIR/summary.json). Everything the outer VM saw (with the VF's and its root
+port's resources and /proc/iomem): DIR/diag.json. `--limit-mib N`: the nested VM's qemu in a memory cgroup,
+as a sensor VM's; `--udev-boot`: the nested VM boots through the image's own initramfs (udev's coldplug
+loads igbvf) and the check runs as its init-premount script.
 """
 
 from __future__ import annotations
