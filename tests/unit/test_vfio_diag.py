@@ -44,15 +44,6 @@ def test_like_sensor_puts_a_sensor_vms_other_devices_ahead_of_the_vf(tmp_path):
     assert (tmp_path / "blank.img").stat().st_size == 64 << 20
 
 
-def test_a_udev_boot_keeps_the_initramfs_init_and_runs_the_check_as_its_premount_script():
-    plain = vfio_diag.overlay_files(1508, udev_boot=False)
-    assert plain["init"] == (0o100755, vfio_diag.INNER_INIT.encode()) and plain["mtu"][1] == b"1508\n"
-    udev = vfio_diag.overlay_files(1500, udev_boot=True)
-    assert "init" not in udev
-    assert udev["scripts/init-premount/ibdiag"] == (0o100755, vfio_diag.INNER_INIT.encode())
-    assert udev["scripts/init-premount/ORDER"][1] == b'/scripts/init-premount/ibdiag "$@"\n'
-
-
 def test_the_lab_refuses_an_outer_vm_with_ram_above_4_gib_before_booting_anything(tmp_path):
     import pytest
 

@@ -1,7 +1,7 @@
 """A fast check of the nested VFIO lab's data path (issue 31): one outer VM boot, no sensor image.
 
     python -m idsbench.lab.vfio_diag VARIANT [--wire] [--mtu N] [--no-vm | --vm-only] [--like-sensor]
-                                     [--limit-mib N] [--udev-boot] [--outer-mib N] --out DIR
+                                     [--limit-mib N] [--outer-mib N] --out DIR
     python -m idsbench.lab.vfio_diag --inner DIR ...                                   (in the outer VM)
 
 The outer VM is the lab's (lab/vfio.py: q35, a virtual IOMMU, an igb PF behind a root port, a virtio
@@ -27,8 +27,7 @@ VF's BARs move to the firmware's high 64-bit window, where the emulated igb answ
 The outer qemu traces VT-d errors and warnings, interrupt remapping and the igb's filter drops and
 writes (DIR/qemu.txt, counted in DIR/summary.json). Everything the outer VM saw (with the VF's and its root
 port's resources and /proc/iomem): DIR/diag.json. `--limit-mib N`: the nested VM's qemu in a memory cgroup,
-as a sensor VM's; `--udev-boot`: the nested VM boots through the image's own initramfs (udev's coldplug
-loads igbvf) and the check runs as its init-premount script.
+as a sensor VM's.
 """
 
 from __future__ import annotations
@@ -54,7 +53,6 @@ from idsbench.lab.vfio_inner import find_port
 VF_MAC = "52:54:00:69:64:10"
 PCAP = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "pcaps" / "sv_smtp-data-rejected.pcap"
 FRAMES = 20
-UDEV_READY_S = 1500.0  # a nested boot through udev's coldplug (the lab's sensor VMs: 18-42 min to their init)
 
 # The outer VM's IOMMU per variant: (qemu arguments before any PCI device, kernel parameters).
 VARIANTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -442,7 +440,7 @@ WIRE_NS = "ibdiag-sensor"
 
 
 def inner(out: Path, wire: bool = False, mtu: int = 1500, vm_only: bool = False, like_sensor: bool = False,
-          limit_mib: int | None = None, ready_s: float = 360.0) -> int:
+          limit_mib: int | None = None) -> int:
     from idsbench.wire.netns import OFFLOADS
 
     report: dict[str, Any] = {"cmdline": Path("/proc/cmdline").read_text().strip(), "mtu": mtu}
@@ -512,7 +510,7 @@ def inner(out: Path, wire: bool = False, mtu: int = 1500, vm_only: bool = False,
             (out / "diag.json").write_text(json.dumps(report, indent=1, default=str))
         # 3. the VF in a minimal VM (kernel + initrd; --like-sensor: a sensor VM's devices too) on vfio-pci, nested
         if (out / "inner" / "qemu-system-x86_64").exists():
-            report["vm"] = inner_vm(out, vf, sender, ready_s=ready_s, like_sensor=like_sensor, limit_mib=limit_mib)
+            report["vm"] = inner_vm(out, vf, sender, like_sensor=like_sensor, limit_mib=limit_mib)
             log(f"vm: {json.dumps(report['vm'])}")
     finally:
         rebind(vf, None)
@@ -528,23 +526,9 @@ TOOL_LIBS = ("libbpf.so.1", "libbsd.so.0", "libelf.so.1", "libmd.so.0", "libmnl.
 FIRMWARE = ("bios-256k.bin", "kvmvapic.bin", "linuxboot_dma.bin", "linuxboot.bin")
 
 
-def overlay_files(mtu: int, udev_boot: bool) -> dict[str, tuple[int, bytes]]:
-    """What the initrd overlay carries: INNER_INIT as /init, or (`udev_boot`) as the initramfs's only
-    init-premount script (run_scripts reads the ORDER file), and the MTU."""
-    files = {"mtu": (0o100644, f"{mtu}\n".encode())}
-    if udev_boot:
-        files["scripts/init-premount/ORDER"] = (0o100644, b'/scripts/init-premount/ibdiag "$@"\n')
-        files["scripts/init-premount/ibdiag"] = (0o100755, INNER_INIT.encode())
-    else:
-        files["init"] = (0o100755, INNER_INIT.encode())
-    return files
-
-
-def prepare_inner(d: Path, kernel: Path, initrd: Path, mtu: int = 1500, udev_boot: bool = False) -> None:
+def prepare_inner(d: Path, kernel: Path, initrd: Path, mtu: int = 1500) -> None:
     """This host's qemu (the outer image has none: the lab's has, but is not always built) with its
-    libraries and firmware, the image's kernel, and its initrd with INNER_INIT as /init — or, `udev_boot`,
-    the initrd's own /init (udev's coldplug loads igbvf, as in a sensor VM's boot) with INNER_INIT as its
-    one init-premount script (after the coldplug has settled, before any root is mounted) — into `d`."""
+    libraries and firmware, the image's kernel, and its initrd with INNER_INIT as /init, into `d`."""
     import shutil
 
     d.mkdir(parents=True, exist_ok=True)
@@ -564,7 +548,7 @@ def prepare_inner(d: Path, kernel: Path, initrd: Path, mtu: int = 1500, udev_boo
                 shutil.copy(os.path.realpath(src), d / "share" / name)
                 break
     shutil.copy(kernel, d / "vmlinuz")
-    files = overlay_files(mtu, udev_boot)
+    files = {"init": (0o100755, INNER_INIT.encode()), "mtu": (0o100644, f"{mtu}\n".encode())}
     for tool in ("ip", "ethtool"):  # this host's (the same release), with the libraries the initrd lacks
         path = shutil.which(tool, path="/usr/sbin:/sbin:/usr/bin")
         if path is None:
@@ -580,7 +564,7 @@ def prepare_inner(d: Path, kernel: Path, initrd: Path, mtu: int = 1500, udev_boo
 
 def run_diag(variant: str, out_dir: Path, nested: bool = True, wire: bool = False, mtu: int = 1500,
              vm_only: bool = False, like_sensor: bool = False, limit_mib: int | None = None,
-             udev_boot: bool = False, outer_mib: int | None = None) -> dict[str, Any]:
+             outer_mib: int | None = None) -> dict[str, Any]:
     from idsbench import settings
     from idsbench.lab.vfio import IR_TRACE, OUTER_TRACES, LabOptions, outer_nic_args, trace_args, trace_counts
     from idsbench.proc import Supervisor
@@ -596,16 +580,15 @@ def run_diag(variant: str, out_dir: Path, nested: bool = True, wire: bool = Fals
                                  "--mtu", str(mtu), *(["--wire"] if wire else []),
                                  *(["--vm-only"] if vm_only else []),
                                  *(["--like-sensor"] if like_sensor else []),
-                                 *(["--limit-mib", str(limit_mib)] if limit_mib else []),
-                                 *(["--ready-s", str(UDEV_READY_S)] if udev_boot else [])), env=env)
+                                 *(["--limit-mib", str(limit_mib)] if limit_mib else [])), env=env)
     if nested:
         from idsbench.setups.vm.image import ensure_image
 
         image = ensure_image(settings.cache_dir(), None, ("tcpreplay",))  # run_in_guest's (cached) image
-        prepare_inner(out / "inner", image.kernel, image.initrd, mtu, udev_boot=udev_boot)
-    opts = GuestRunOptions(name=f"{settings.name_prefix()}-vfiodiag", vcpus=2, memory_mib=outer_mib or LabOptions().memory_mib, accel="tcg",
-                           tcg_threads="multi", boot_timeout_s=120.0,
-                           timeout_s=(540.0 + (UDEV_READY_S if udev_boot else 0.0)) if nested else 100.0,
+        prepare_inner(out / "inner", image.kernel, image.initrd, mtu)
+    opts = GuestRunOptions(name=f"{settings.name_prefix()}-vfiodiag", vcpus=2,
+                           memory_mib=outer_mib or LabOptions().memory_mib, accel="tcg",
+                           tcg_threads="multi", boot_timeout_s=120.0, timeout_s=540.0 if nested else 100.0,
                            machine="q35,kernel-irqchip=split", machine_args=machine_args,
                            read_only=(PCAP.parent,) if PCAP.exists() else (),
                            qemu_args=(*outer_nic_args(), *trace_args((*OUTER_TRACES, IR_TRACE))), kernel_args=kernel_args)
@@ -635,22 +618,19 @@ def main(argv: list[str]) -> int:
                     help="the nested VM with a sensor VM's other devices ahead of the VF (disk, serial, 9p)")
     ap.add_argument("--limit-mib", type=int, help="the nested VM's qemu in a memory cgroup of N MiB, as the vm "
                     "setup starts a sensor VM (1 GiB guest under TCG: 1344)")
-    ap.add_argument("--udev-boot", action="store_true", help="the nested VM boots through the image's initramfs "
-                    "(udev's coldplug loads igbvf, as in a sensor VM), the check runs as its init-premount script")
     ap.add_argument("--outer-mib", type=int, help="the outer VM's memory (default: the lab's; above 2815 MiB part of it "
                     "lands above 4 GiB and the VF's BARs move to the firmware's high 64-bit window)")
-    ap.add_argument("--ready-s", type=float, default=360.0, help=argparse.SUPPRESS)
     ap.add_argument("--inner", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.inner:
         return inner(args.inner, wire=args.wire, mtu=args.mtu, vm_only=args.vm_only, like_sensor=args.like_sensor,
-                     limit_mib=args.limit_mib, ready_s=args.ready_s)
+                     limit_mib=args.limit_mib)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout unwinds the teardown (qemu stopped)
     if args.out is None:
         ap.error("--out DIR is needed")
     print(json.dumps(run_diag(args.variant, args.out, nested=not args.no_vm, wire=args.wire, mtu=args.mtu,
                                      vm_only=args.vm_only, like_sensor=args.like_sensor, limit_mib=args.limit_mib,
-                                     udev_boot=args.udev_boot, outer_mib=args.outer_mib),
+                                     outer_mib=args.outer_mib),
                      indent=1,
                      default=str))
     return 0
