@@ -1,9 +1,12 @@
-"""lab/vfio_diag: the pure parts (the initrd overlay archive, the variants' IOMMU arguments)."""
+"""lab/vfio_diag: the pure parts (the initrd overlay archive, the variants' IOMMU arguments); the lab's memory guard."""
 
 from __future__ import annotations
 
+import pytest
+
+from idsbench.errors import SpecError
 from idsbench.lab import vfio_diag
-from idsbench.lab.vfio import OUTER_KERNEL_ARGS, outer_machine_args
+from idsbench.lab.vfio import LOW_RAM_MAX_MIB, OUTER_KERNEL_ARGS, LabOptions, outer_machine_args, run_lab
 
 
 def parse_newc(data: bytes) -> dict[str, tuple[int, bytes]]:
@@ -45,11 +48,6 @@ def test_like_sensor_puts_a_sensor_vms_other_devices_ahead_of_the_vf(tmp_path):
 
 
 def test_the_lab_refuses_an_outer_vm_with_ram_above_4_gib_before_booting_anything(tmp_path):
-    import pytest
-
-    from idsbench.errors import SpecError
-    from idsbench.lab.vfio import LOW_RAM_MAX_MIB, LabOptions, run_lab
-
     assert LabOptions().memory_mib <= LOW_RAM_MAX_MIB
     with pytest.raises(SpecError) as err:
         run_lab(tmp_path / "missing.toml", tmp_path / "out", options=LabOptions(memory_mib=3584))

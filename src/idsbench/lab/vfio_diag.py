@@ -630,9 +630,7 @@ def main(argv: list[str]) -> int:
         ap.error("--out DIR is needed")
     print(json.dumps(run_diag(args.variant, args.out, nested=not args.no_vm, wire=args.wire, mtu=args.mtu,
                                      vm_only=args.vm_only, like_sensor=args.like_sensor, limit_mib=args.limit_mib,
-                                     outer_mib=args.outer_mib),
-                     indent=1,
-                     default=str))
+                                     outer_mib=args.outer_mib), indent=1, default=str))
     return 0
 
 
