@@ -374,6 +374,7 @@ def inner_vm(out: Path, vf: str, sender: str, ready_s: float = 360.0, like_senso
     cgroup of that size from its first instruction, as the vm setup starts a sensor VM (guest RAM + qemu's
     overhead; the VF pins all of the guest's RAM inside it)."""
     from idsbench.infra import cgroups
+    from idsbench.proc import shim_argv
     from idsbench.setups.vm.qemu import TCG_TB_MIB
 
     d = out / "inner"
@@ -389,9 +390,8 @@ def inner_vm(out: Path, vf: str, sender: str, ready_s: float = 360.0, like_senso
             "ipv6.disable=1", *(sensor_devices(d) if like_sensor else []), "-device", f"vfio-pci,host={vf}"]
     env = dict(os.environ, LD_LIBRARY_PATH=str(d / "lib"))
     group = cgroups.create("ibdiag-vm", memory_bytes=limit_mib << 20) if limit_mib else None
-    if group is not None:  # joined before exec: the pinned RAM is charged to it
-        argv = ["sh", "-c", 'for f in "$@"; do case $f in --) shift; break;; esac; echo $$ > "$f"; shift; done; '
-                'exec "$@"', "join", *map(str, group.procs_files), "--", *argv]
+    if group is not None:  # joined before exec (the exec shim): the pinned RAM is charged to it
+        argv = shim_argv(argv, cgroup_procs=group.procs_files)
         report["limit_mib"] = limit_mib
     t0 = time.monotonic()
     qemu = subprocess.Popen(argv, env=env, stdout=open(d / "qemu.txt", "w"), stderr=subprocess.STDOUT)
