@@ -18,8 +18,7 @@ decoded (+ unaccounted).
 visible. A point that cannot be seen from the host (inside a VM guest, the path between the
 macvtap and the guest's capture) is listed in `invisible` and its loss lands in `unaccounted`.
 
-`Waterfall` is both the runtime result and the stored one (a search trial's `waterfall` in
-search.json; `loss_ratio` is written beside the counts and recomputed when read).
+The result is the stored record `store.waterfall.Waterfall` (a search trial's `waterfall` in search.json).
 """
 
 from __future__ import annotations
@@ -27,10 +26,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, computed_field
+from idsbench.store.waterfall import Waterfall
 
 if TYPE_CHECKING:
-    from idsbench.sensors.base import Counters
+    from idsbench.counters import Counters
     from idsbench.store.schema import WireRecord
 
 
@@ -49,37 +48,6 @@ class WaterfallInput:
     dropped_at_nic: int = 0        # of `dropped`, those the interface's rx_dropped counted too (native XDP)
     bypassed: int = 0              # packets of bypassed flows not inspected (kernel filter + local)
     bypassed_local: int = 0        # of `bypassed`, those captured and decoded first (local bypass)
-
-
-class Waterfall(BaseModel):
-    """Where the packets of a sample or trial went (frozen; unknown keys of stored files are ignored)."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    sent: int
-    loss_sender_pkts: int = 0
-    loss_wire_pkts: int = 0
-    loss_nic_pkts: int = 0
-    loss_softnet_pkts: int = 0
-    loss_capture_pkts: int = 0
-    unprocessed_pkts: int = 0
-    decoded_pkts: int = 0
-    bypassed_pkts: int = 0          # dropped by design (bypassed flows): neither lost nor inspected
-    unaccounted_pkts: int = 0
-    invisible: tuple[str, ...] = ()
-
-    @property
-    def lost_pkts(self) -> int:
-        return (self.loss_sender_pkts + self.loss_wire_pkts + self.loss_nic_pkts + self.loss_softnet_pkts
-                + self.loss_capture_pkts)
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def loss_ratio(self) -> float:
-        """Every loss (and anything unaccounted) over what was sent: the search oracle."""
-        if self.sent <= 0:
-            return 0.0
-        return (self.lost_pkts + max(0, self.unaccounted_pkts)) / self.sent
 
 
 def waterfall(w: WaterfallInput) -> Waterfall:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from idsbench.accounting import Waterfall
 from idsbench.analysis.search import search_fields, sensor_cost
 from idsbench.store.schema import SearchResult, ToleranceResult, TrialRecord
+from idsbench.store.waterfall import Waterfall
 
 
 def trial(index: int, pps: float, cpus: float | None, *, loss: float = 0.0, behind: bool = False,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Protocol
 
 from idsbench import capture
-from idsbench.accounting import Waterfall, waterfall_of
+from idsbench.accounting import waterfall_of
 from idsbench.errors import SensorFailed
 from idsbench.infra import cgroups
 from idsbench.infra.cgroups import CgroupResource
@@ -51,6 +51,7 @@ from idsbench.setups.base import Launched, Setup, SetupRequest
 from idsbench.setups.registry import make_setup
 from idsbench.store.layout import MONITOR_FILE
 from idsbench.store.schema import Placement, WireRecord
+from idsbench.store.waterfall import Waterfall
 from idsbench.teardown import TeardownStack
 from idsbench.wire.netns import NamespaceWire, WireEnds, XdpResource, impair, mtu_for, xdp_drops
 from idsbench.wire.nic import NicWire

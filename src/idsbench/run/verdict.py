@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 from pydantic import TypeAdapter
 
-from idsbench.accounting import Waterfall
 from idsbench.infra.cgroups import MemoryEvents, starved_fix
 from idsbench.sensors.base import Counters
 from idsbench.store.schema import PerSecond
+from idsbench.store.waterfall import Waterfall
 
 RATE_TOLERANCE = 0.05  # a replayer more than 5% off its requested rate (either way) is flagged
 SCHEDULE_SLACK_PKTS = 5  # per-second differences this small are boundary jitter, not a missed rate

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from idsbench import capture
-from idsbench.accounting import Waterfall, waterfall_of
+from idsbench.accounting import waterfall_of
 from idsbench.plan import Case
 from idsbench.run.context import CampaignContext
 from idsbench.run.facts import capture_method, case_facts
@@ -44,6 +44,7 @@ from idsbench.store.schema import (
     ToleranceResult,
     TrialRecord,
 )
+from idsbench.store.waterfall import Waterfall
 
 CONTROLLER = "MLRsearch 1.2.1"
 

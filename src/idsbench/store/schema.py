@@ -13,11 +13,11 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, JsonValue
 
-from idsbench.accounting import Waterfall
 from idsbench.counters import Counters
 from idsbench.store.casefigures import EngineFigures, HostSideFigures, Number, SearchFigures
 from idsbench.store.casefigures import SearchGoals as SearchGoals  # search.json holds it too
 from idsbench.store.record import Record as Record
+from idsbench.store.waterfall import Waterfall
 
 SUMMARY_SCHEMA = 3  # 3: `phases` (the sample's timeline)
 
@@ -44,7 +44,7 @@ class CaseParams(Record):
     config: str = "default"
     rules: str = "default"  # the ruleset (sensor.rulesets) the case ran with
     threads: int | str | None = None  # sensor.threads: a worker count, "auto"; None: one per allocated CPU
-    duet_side: str | None = None  # mode = "duet": the side ("a" or "b") this case is (idsbench.duet)
+    duet_side: str | None = None  # mode = "duet": the side ("a" or "b") this case is (plan.duet_pairs)
     capture: str | None = None  # sensor.capture: the capture method asked (None: the engine's default)
     bypass: str | None = None  # sensor.bypass: the flow bypass mode asked (None: off)
 
