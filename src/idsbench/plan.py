@@ -1,4 +1,5 @@
-"""Expands a spec's matrix into cases × samples with stable, readable ids."""
+"""Expands a spec's matrix into cases × samples with stable, readable ids; in a duet, its cases as
+sides a and b and their pairs (`duet_pairs`)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,16 @@ import itertools
 import json
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from idsbench import bypass, capture, duet
+from idsbench import bypass, capture
 from idsbench.errors import SpecError
 from idsbench.sensors import registry
 from idsbench.spec import Rate, Spec, parse_size
+from idsbench.spec.duet import SIDE_AXES, SIDES, axis_field
 
 # Parameters left out of a case id's digest when they have these values (ids of campaigns made
 # before the parameter existed stay the same).
@@ -50,7 +54,7 @@ class Case:
     rules: str = "default"       # the ruleset's name (sensor.rulesets or the trace's own rules; Spec.trace_rulesets),
                                  # "default" without a ruleset axis
     threads: int | str | None = None  # sensor.threads: a worker count, "auto", None = one per allocated CPU
-    duet_side: str | None = None  # mode = "duet": "a" or "b" (idsbench.duet), None otherwise
+    duet_side: str | None = None  # mode = "duet": "a" or "b" (`duet_pairs`), None otherwise
     capture: str | None = None   # sensor.capture: the capture method (idsbench.capture); None: the engine's default
     bypass: str | None = None    # sensor.bypass: the flow bypass mode (idsbench.bypass); None: off
     samples: tuple[Sample, ...] = field(default=(), compare=False)
@@ -145,7 +149,6 @@ def plan(spec: Spec) -> list[Case]:
     setup, cpus, memory, trace, rate, replayers, rules, threads, capture, and bypass innermost (a trace that names its own
     rules has that one ruleset instead of the sensor.rules axis)."""
     check_names(spec)
-    duet.check_spec(spec)
     cases = []
     axes = itertools.product(
         spec.sensor.engine, spec.sensor.config, spec.traffic.sender, spec.setup.kinds, spec.setup.cpus,
@@ -172,12 +175,64 @@ def plan(spec: Spec) -> list[Case]:
 
 def _duet_sides(cases: list[Case], samples: int) -> list[Case]:
     """A duet's cases as sides a and b: the two values of its one two-valued axis in the order written,
-    or the one case twice (A/A). `duet.check_spec` has ruled out every other shape."""
+    or the one case twice (A/A). `spec.duet.check_duet` ruled out every other shape when the spec was read."""
     pair = cases * 2 if len(cases) == 1 else cases
     out = []
-    for side, case in zip(duet.SIDES, pair):
+    for side, case in zip(SIDES, pair):
         tagged = dataclasses.replace(case, duet_side=side)
         out.append(dataclasses.replace(tagged, samples=tuple(Sample(tagged.case_id, k) for k in range(samples))))
+    return out
+
+
+def differing_axis(a: Case, b: Case) -> str | None:
+    """The side axis whose value differs between the two cases; None for an A/A pair."""
+    for axis in SIDE_AXES:
+        if getattr(a, axis.field) != getattr(b, axis.field):
+            return axis.key
+    return None
+
+
+@dataclass(frozen=True)
+class DuetPair:
+    """Sides a and b of a duet; `axis` is the side axis that differs (None: an A/A duet)."""
+
+    pair_id: str
+    axis: str | None
+    a: Case
+    b: Case
+
+    @property
+    def sides(self) -> tuple[Case, Case]:
+        return (self.a, self.b)
+
+    def side(self, name: str) -> Case:
+        return self.a if name == "a" else self.b
+
+    def values(self) -> tuple[Any, Any] | None:
+        """The two values of the differing axis (None for A/A)."""
+        field = axis_field(self.axis)
+        return None if field is None else (getattr(self.a, field), getattr(self.b, field))
+
+
+def pair_id(a_case_id: str, b_case_id: str, axis: str | None) -> str:
+    """A stable, readable id shared by the two sides' rows."""
+    digest = hashlib.sha256(f"{a_case_id}\n{b_case_id}".encode()).hexdigest()[:6]
+    return f"duet-{(axis or 'aa').split('.')[-1]}-{digest}"
+
+
+def duet_pairs(cases: Sequence[Case]) -> list[DuetPair]:
+    """The duet pairs among planned cases (each case of a duet plan carries `duet_side`): sides a and b
+    that share every other parameter. Cases without a side are left out."""
+    a_sides = [c for c in cases if c.duet_side == "a"]
+    b_sides = [c for c in cases if c.duet_side == "b"]
+    out = []
+    for a in a_sides:
+        for b in b_sides:
+            axis = differing_axis(a, b)
+            others = [f for f in a.params() if f not in (axis_field(axis), "duet_side")]
+            if all(getattr(a, f) == getattr(b, f) for f in others):
+                out.append(DuetPair(pair_id(a.case_id, b.case_id, axis), axis, a, b))
+                break
     return out
 
 

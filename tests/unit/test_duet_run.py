@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from idsbench import duet
 from idsbench.analysis import case_table
 from idsbench.analysis.duet import duet_results, pair_row, with_duet
-from idsbench.plan import plan
+from idsbench.plan import duet_pairs, plan
 from idsbench.report import duet_out
 from idsbench.run.duet import DuetDeps
 from idsbench.run.duet_campaign import run_duet_campaign
@@ -116,7 +115,7 @@ def duet_world(tmp_path: Path, script: Script | None = None, samples: int = 2, *
         PlannedCase.model_validate({"case_id": c.case_id, **c.params(), "samples": len(c.samples)}) for c in cases))
     ctx.layout.root.mkdir(parents=True, exist_ok=True)
     ctx.layout.campaign_file.write_text(json.dumps(doc.to_json()))
-    (pair,) = duet.pairs(cases)
+    (pair,) = duet_pairs(cases)
     return ctx, ddeps, pair
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from idsbench import duet
 from idsbench.errors import SpecError
-from idsbench.plan import plan
+from idsbench.plan import duet_pairs, plan
 from idsbench.run.duet_place import TWO_CPU_DEFAULT, place, slot_of, swapped
 from idsbench.spec import spec_from_dict
+from idsbench.spec.duet import FIXED_AXES, SIDE_AXES
 
 
 def _spec(**parts: object):
@@ -37,7 +37,7 @@ def test_aa_duet_is_the_one_case_twice_with_distinct_ids():
     a, b = cases
     assert a.case_id != b.case_id and "duet_a" in a.case_id and "duet_b" in b.case_id
     assert {**a.params(), "duet_side": None} == {**b.params(), "duet_side": None}
-    (pair,) = duet.pairs(cases)
+    (pair,) = duet_pairs(cases)
     assert pair.axis is None and pair.a is a and pair.b is b and pair.values() is None
     assert pair.pair_id.startswith("duet-aa-") and len(a.samples) == 4
 
@@ -46,17 +46,17 @@ def test_engine_duet_sides_in_the_order_written():
     cases = plan(_spec(sensor__engine=["suricata@8.0.6", "suricata"]))
     a, b = cases
     assert (a.engine, a.duet_side, b.engine, b.duet_side) == ("suricata@8.0.6", "a", "suricata", "b")
-    (pair,) = duet.pairs(cases)
+    (pair,) = duet_pairs(cases)
     assert pair.axis == "sensor.engine" and pair.values() == ("suricata@8.0.6", "suricata")
     assert pair.pair_id.startswith("duet-engine-")
 
 
 def test_ruleset_and_config_axes_pair_too():
     rules = plan(_spec(sensor__rules={"base": ["builtin:events"], "more": ["builtin:events", "x.rules"]}))
-    (pair,) = duet.pairs(rules)
+    (pair,) = duet_pairs(rules)
     assert pair.axis == "sensor.rules" and pair.values() == ("base", "more")
     configs = plan(_spec(sensor__config=["default", "tuned.yaml"]))
-    assert duet.pairs(configs)[0].values() == ("default", "tuned.yaml")
+    assert duet_pairs(configs)[0].values() == ("default", "tuned.yaml")
 
 
 def test_single_mode_ids_do_not_change():
@@ -90,8 +90,8 @@ def test_hosts_are_refused():
 
 
 def test_the_side_axes_table_names_what_may_differ():
-    assert [a.key for a in duet.SIDE_AXES] == ["sensor.engine", "sensor.rules", "sensor.config", "sensor.capture"]
-    assert {f.key for f in duet.FIXED_AXES} >= {"traffic.replayers", "traffic.rate", "traffic.traces"}
+    assert [a.key for a in SIDE_AXES] == ["sensor.engine", "sensor.rules", "sensor.config", "sensor.capture"]
+    assert {f.key for f in FIXED_AXES} >= {"traffic.replayers", "traffic.rate", "traffic.traces"}
 
 
 def test_swap_schedule_alternates_and_balances():

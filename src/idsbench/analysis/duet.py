@@ -27,7 +27,7 @@ from pydantic import JsonValue
 
 from idsbench.analysis.effect import DEFAULT_MIN_EFFECT_PCT, MAX_SAMPLES_NEEDED, MIN_SAMPLES_FOR_95, Effect
 from idsbench.analysis.stats import ci_coverage, median, median_ci
-from idsbench.duet import axis_field
+from idsbench.spec.duet import axis_field
 from idsbench.store.casefigures import Row
 from idsbench.store.duet import DuetSampleRecord, duet_samples, pair_monitor
 from idsbench.store.reader import Campaign

@@ -23,13 +23,12 @@ from typing import Protocol
 
 from idsbench import capture
 from idsbench.accounting import waterfall_of
-from idsbench.duet import DuetPair
 from idsbench.errors import SensorFailed
 from idsbench.infra import cgroups
 from idsbench.monitor import CgroupSource, DiskIO, HostCpu, HostMemory, NetDevSource, Sampler, Softnet, Source
 from idsbench.monitor.base import Value
 from idsbench.monitor.sensor import CgroupStats
-from idsbench.plan import Case
+from idsbench.plan import Case, DuetPair
 from idsbench.proc import Supervisor
 from idsbench.run.context import CampaignContext
 from idsbench.run.drain import drain, near_idle_cores, wire_record

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from idsbench import duet, settings
+from idsbench import settings
 from idsbench.errors import SpecError
+from idsbench.plan import DuetPair, duet_pairs
 from idsbench.run.campaign import CampaignResult, disk_error, signals_as_interrupt
 from idsbench.run.context import CampaignContext
 from idsbench.run.duet import DuetDeps
@@ -19,7 +20,7 @@ from idsbench.spec import Spec
 from idsbench.store.layout import DUET_FILE
 
 
-def is_done(ctx: CampaignContext, pair: duet.DuetPair, index: int) -> bool:
+def is_done(ctx: CampaignContext, pair: DuetPair, index: int) -> bool:
     return ((ctx.layout.duet_sample_dir(pair.pair_id, index) / DUET_FILE).is_file()
             and all(ctx.layout.is_done(c.case_id, index) for c in pair.sides))
 
@@ -35,7 +36,7 @@ def run_duet_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progre
         ctx, cases = prepare_campaign(spec, out_dir, resume=resume, state_dir=state_dir or settings.state_dir(),
                                       cache_dir=cache_dir or settings.cache_dir(), require_quiet=require_quiet)
         ctx.name_prefix = name_prefix or settings.name_prefix()
-        pairs = duet.pairs(cases)
+        pairs = duet_pairs(cases)
         progress = progress or Progress(len(pairs) * spec.samples)
         result = CampaignResult(out_dir, 0, 0, warnings=[f"host: {w}" for w in ctx.warnings])
         where = place(deps.sample.available_cpus(), cases[0].cpus, sensor_cpuset=spec.setup.cpuset, kind=deps.placement)

@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from idsbench.accounting import waterfall_of
-from idsbench.duet import DuetPair
 from idsbench.errors import IdsbenchError
-from idsbench.plan import Case
+from idsbench.plan import Case, DuetPair
 from idsbench.run.context import CampaignContext
 from idsbench.run.duet import DuetDeps, DuetSession, DuetTrialOutcome
 from idsbench.run.duet_place import slot_of, swapped

@@ -36,9 +36,9 @@ from pathlib import Path
 
 from MLRsearch import MeasurementResult
 
-from idsbench import duet, settings
-from idsbench.duet import DuetPair
+from idsbench import settings
 from idsbench.errors import SpecError
+from idsbench.plan import DuetPair, duet_pairs
 from idsbench.run.campaign import signals_as_interrupt
 from idsbench.run.context import CampaignContext
 from idsbench.run.duet import DuetDeps, DuetSession
@@ -405,7 +405,7 @@ def search_duet_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, pro
                                       cache_dir=cache_dir or settings.cache_dir(), require_quiet=require_quiet,
                                       trial_s=spec.search.trial_s)
         ctx.name_prefix = name_prefix or settings.name_prefix()
-        pairs = duet.pairs(cases)
+        pairs = duet_pairs(cases)
         progress = progress or Progress(len(pairs))
         out = []
         with progress:

@@ -1,26 +1,22 @@
-"""Duet mode, the spec's side: which axes may differ side by side, which may not, and how a duet
-spec's cases pair into sides a and b (docs/architecture.md, "Duet").
+"""Duet mode, the spec's side: which axes may differ side by side (`SIDE_AXES`, the one place they are
+declared), which may not, and the check that refuses a duet spec that cannot run (at load:
+`spec.load`). How the cases pair into sides a and b is the plan's (`plan.duet_pairs`). See
+docs/architecture.md, "Duet".
 
 A duet runs two sensors at the same time on the same packets (one replay mirrored to both) and judges
 their cost ratio b/a. Exactly one axis of `SIDE_AXES` has two values — its values are sides a and b, in
 the order written — or none has (an A/A duet: both sides the same case, which measures the method's
 own asymmetry). A later axis that may differ side by side joins `SIDE_AXES` with one line.
-
-A leaf module (spec and plan import it): it imports no idsbench package beyond errors.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from idsbench.errors import SpecError
-
-if TYPE_CHECKING:
-    from idsbench.plan import Case
-    from idsbench.spec import Spec
+from idsbench.spec.model import Spec
 
 SIDES = ("a", "b")
 
@@ -79,7 +75,7 @@ def side_axes_of(spec: Spec) -> list[tuple[SideAxis, list[Any]]]:
     return [(axis, list(axis.values(spec))) for axis in SIDE_AXES if len(axis.values(spec)) > 1]
 
 
-def check_spec(spec: Spec) -> None:
+def check_duet(spec: Spec) -> None:
     """SpecError naming the fix when a `mode = "duet"` spec cannot run as one; nothing for a single one."""
     if spec.mode != "duet":
         return
@@ -116,62 +112,6 @@ def check_spec(spec: Spec) -> None:
                         fix="set profile.perf = false, or profile the sides with mode = \"single\".")
 
 
-def differing_axis(a: Case, b: Case) -> str | None:
-    """The side axis whose value differs between the two cases; None for an A/A pair."""
-    for axis in SIDE_AXES:
-        if getattr(a, axis.field) != getattr(b, axis.field):
-            return axis.key
-    return None
-
-
 def axis_field(key: str | None) -> str | None:
     """The Case attribute of a side axis key ("sensor.engine" -> "engine")."""
     return next((a.field for a in SIDE_AXES if a.key == key), None)
-
-
-@dataclass(frozen=True)
-class DuetPair:
-    """Sides a and b of a duet; `axis` is the side axis that differs (None: an A/A duet)."""
-
-    pair_id: str
-    axis: str | None
-    a: Case
-    b: Case
-
-    @property
-    def sides(self) -> tuple[Case, Case]:
-        return (self.a, self.b)
-
-    def side(self, name: str) -> Case:
-        return self.a if name == "a" else self.b
-
-    def values(self) -> tuple[Any, Any] | None:
-        """The two values of the differing axis (None for A/A)."""
-        field = axis_field(self.axis)
-        return None if field is None else (getattr(self.a, field), getattr(self.b, field))
-
-
-def pair_id(a_case_id: str, b_case_id: str, axis: str | None) -> str:
-    """A stable, readable id shared by the two sides' rows."""
-    digest = hashlib.sha256(f"{a_case_id}\n{b_case_id}".encode()).hexdigest()[:6]
-    return f"duet-{(axis or 'aa').split('.')[-1]}-{digest}"
-
-
-def pairs(cases: Sequence[Case]) -> list[DuetPair]:
-    """The duet pairs among planned cases (each case of a duet plan carries `duet_side`): sides a and b
-    that share every other parameter. Cases without a side are left out."""
-    a_sides = [c for c in cases if c.duet_side == "a"]
-    b_sides = [c for c in cases if c.duet_side == "b"]
-    out = []
-    for a in a_sides:
-        for b in b_sides:
-            axis = differing_axis(a, b)
-            others = [f for f in _compared_fields(a) if f not in (axis_field(axis), "duet_side")]
-            if all(getattr(a, f) == getattr(b, f) for f in others):
-                out.append(DuetPair(pair_id(a.case_id, b.case_id, axis), axis, a, b))
-                break
-    return out
-
-
-def _compared_fields(case: Case) -> list[str]:
-    return [f for f in case.params()]

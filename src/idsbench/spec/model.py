@@ -1,24 +1,12 @@
-"""The experiment spec: typed, frozen, loaded from TOML and validated before anything starts.
-
-List-valued axes (traces, replayers, rate, setup kinds, cpus, memory) expand to their cartesian
-product in `plan.py`. Unknown keys are errors (a typo must not silently fall back to a default).
-
-A leaf: it imports no other stage (the campaign file's reader types its stored spec with it), so names
-that registries define — setup kinds, engines — are checked by `plan.check_names` (before anything starts).
-"""
+"""The spec's model: typed, frozen pydantic sections (`Spec` and its parts), each validating its own
+keys. List-valued axes (traces, replayers, rate, setup kinds, cpus, memory …) expand to their cartesian
+product in `plan.py`. Unknown keys are errors (a typo must not silently fall back to a default)."""
 
 from __future__ import annotations
 
 import re
-import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10: the same parser, as the tomli package
-    import tomli as tomllib
 
 from pydantic import (
     AliasChoices,
@@ -31,9 +19,7 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
-from pydantic_core import ErrorDetails
 
-from idsbench.errors import InputError, SpecError
 from idsbench.hostspec import HostEntry
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
@@ -440,7 +426,7 @@ class Spec(_Frozen):
     # recorded in campaign.json's `order`, not in its spec dump (older campaigns: their spec's, else "cases").
     order: Literal["cases", "interleaved"] | None = None
     # "duet": two sensors side by side on the one replay (docs/architecture.md, "Duet"): exactly one axis of
-    # idsbench.duet.SIDE_AXES has two values (sides a and b, in the order written), or none (an A/A duet)
+    # idsbench.spec.duet.SIDE_AXES has two values (sides a and b, in the order written), or none (an A/A duet)
     mode: Literal["single", "duet"] = "single"
     traffic: Traffic = Field(default_factory=Traffic)
     sensor: Sensor = Field(default_factory=Sensor)
@@ -493,44 +479,3 @@ class Spec(_Frozen):
         """A file reference from the spec, relative to the spec file's directory."""
         path = Path(ref).expanduser()
         return path if path.is_absolute() else (self.base_dir / path)
-
-
-def _location(err: ErrorDetails) -> str:
-    return ".".join(str(p) for p in err["loc"] if not str(p).startswith(("function-", "list[")))
-
-
-def spec_from_dict(data: Mapping[str, object], *, source: str = "spec", base_dir: Path = Path(".")) -> Spec:
-    try:
-        spec = Spec.model_validate({**data, "base_dir": base_dir})
-    except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            where = _location(err) or "(top level)"
-            msg = err["msg"].removeprefix("Value error, ")
-            if err["type"] == "extra_forbidden":
-                msg = "unknown key (check the spelling; see examples/quick.toml for the keys)"
-            lines.append(f"{where}: {msg}")
-        raise SpecError(
-            f"{source} is not a valid idsbench spec: " + "; ".join(lines) + ".",
-            fix="correct those keys; examples/quick.toml shows every section.",
-        ) from exc
-    from idsbench.duet import check_spec
-
-    check_spec(spec)  # a duet that cannot run is refused at load, naming the fix
-    return spec
-
-
-def load_spec(path: str | Path) -> Spec:
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError as exc:
-        raise InputError(f"spec file {path} does not exist.", fix="give the path of a TOML spec, "
-                         "e.g. examples/quick.toml.") from exc
-    except OSError as exc:
-        raise InputError(f"spec file {path} cannot be read: {exc}.") from exc
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{path} is not valid TOML: {exc}.", fix="fix the syntax at that line.") from exc
-    return spec_from_dict(data, source=str(path), base_dir=path.resolve().parent)

@@ -1,0 +1,59 @@
+"""Reading a spec: TOML → the typed `Spec`, every error naming the key and the fix; a duet that cannot
+run is refused here too (`spec.duet.check_duet`), so nothing later checks the spec's shape again."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, as the tomli package
+    import tomli as tomllib
+
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+from idsbench.errors import InputError, SpecError
+from idsbench.spec.duet import check_duet
+from idsbench.spec.model import Spec
+
+
+def _location(err: ErrorDetails) -> str:
+    return ".".join(str(p) for p in err["loc"] if not str(p).startswith(("function-", "list[")))
+
+
+def spec_from_dict(data: Mapping[str, object], *, source: str = "spec", base_dir: Path = Path(".")) -> Spec:
+    try:
+        spec = Spec.model_validate({**data, "base_dir": base_dir})
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            where = _location(err) or "(top level)"
+            msg = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                msg = "unknown key (check the spelling; see examples/quick.toml for the keys)"
+            lines.append(f"{where}: {msg}")
+        raise SpecError(
+            f"{source} is not a valid idsbench spec: " + "; ".join(lines) + ".",
+            fix="correct those keys; examples/quick.toml shows every section.",
+        ) from exc
+    check_duet(spec)  # a duet that cannot run is refused at load, naming the fix
+    return spec
+
+
+def load_spec(path: str | Path) -> Spec:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError as exc:
+        raise InputError(f"spec file {path} does not exist.", fix="give the path of a TOML spec, "
+                         "e.g. examples/quick.toml.") from exc
+    except OSError as exc:
+        raise InputError(f"spec file {path} cannot be read: {exc}.") from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path} is not valid TOML: {exc}.", fix="fix the syntax at that line.") from exc
+    return spec_from_dict(data, source=str(path), base_dir=path.resolve().parent)
