@@ -43,8 +43,8 @@ from idsbench.dispatch import run_campaign
 from idsbench.infra import cgroups
 from idsbench.proc import Supervisor
 from idsbench.run.drain import iface_counters
-from idsbench.run.duet import DuetDeps
-from idsbench.run.duet_campaign import run_duet_campaign
+from idsbench.run.duet.campaign import run_duet_campaign
+from idsbench.run.duet.session import DuetDeps
 from idsbench.spec import Rate, spec_from_dict
 from idsbench.store.reader import load_campaign
 from idsbench.teardown import TeardownStack

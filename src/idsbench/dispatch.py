@@ -1,6 +1,6 @@
 """Runs a campaign where its spec says: on this machine (`run.campaign`) or, for a spec with
 `[hosts]`, on the inventory's sender/sensor pairs (`hosts.campaign`); a `mode = "duet"` spec runs
-its pairs side by side (`run.duet_campaign`). It sits above both, so the
+its pairs side by side (`run.duet.campaign`). It sits above both, so the
 runner never imports the hosts package (which builds on the runner)."""
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ def run_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progress: P
         return run_hosts_campaign(spec, out_dir, resume=resume, progress=progress, state_dir=state_dir,
                                   cache_dir=cache_dir, name_prefix=name_prefix, become_password=become_password)
     if spec.mode == "duet":
-        from idsbench.run.duet import DuetDeps
-        from idsbench.run.duet_campaign import run_duet_campaign
+        from idsbench.run.duet.campaign import run_duet_campaign
+        from idsbench.run.duet.session import DuetDeps
 
         return run_duet_campaign(spec, out_dir, resume=resume, progress=progress, state_dir=state_dir,
                                  cache_dir=cache_dir, name_prefix=name_prefix,

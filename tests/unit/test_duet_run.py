@@ -14,9 +14,9 @@ from idsbench.analysis import case_table
 from idsbench.analysis.duet import duet_results, pair_row, with_duet
 from idsbench.plan import duet_pairs, plan
 from idsbench.report import duet_out
-from idsbench.run.duet import DuetDeps
-from idsbench.run.duet_campaign import run_duet_campaign
-from idsbench.run.duet_sample import DuetSampleRun
+from idsbench.run.duet.campaign import run_duet_campaign
+from idsbench.run.duet.sample import DuetSampleRun
+from idsbench.run.duet.session import DuetDeps
 from idsbench.sensors.base import Counters, SensorOptions
 from idsbench.setups.base import SetupRequest
 from idsbench.store.campaigndoc import CampaignDoc
@@ -165,7 +165,7 @@ def test_a_side_that_does_not_start_fails_the_pair(tmp_path: Path):
 
 def test_campaign_results_and_pair_row(tmp_path: Path, monkeypatch):
     ctx, deps, pair = duet_world(tmp_path, samples=4)
-    monkeypatch.setattr("idsbench.run.duet_campaign.prepare_campaign", lambda spec, out, **kw: (ctx, plan(spec)))
+    monkeypatch.setattr("idsbench.run.duet.campaign.prepare_campaign", lambda spec, out, **kw: (ctx, plan(spec)))
     result = run_duet_campaign(ctx.spec, ctx.layout.root, deps=deps)
     assert result.ran == 4 and not result.failed
     campaign = load_campaign(ctx.layout.root)
@@ -194,7 +194,7 @@ def test_campaign_results_and_pair_row(tmp_path: Path, monkeypatch):
 @pytest.mark.parametrize("fmt", ["table", "json"])
 def test_compare_a_duet_campaign_reports_the_paired_ratio(tmp_path: Path, monkeypatch, fmt: str):
     ctx, deps, _ = duet_world(tmp_path, samples=2)
-    monkeypatch.setattr("idsbench.run.duet_campaign.prepare_campaign", lambda spec, out, **kw: (ctx, plan(spec)))
+    monkeypatch.setattr("idsbench.run.duet.campaign.prepare_campaign", lambda spec, out, **kw: (ctx, plan(spec)))
     run_duet_campaign(ctx.spec, ctx.layout.root, deps=deps)
     campaign = load_campaign(ctx.layout.root)
     (r,) = duet_results(campaign)

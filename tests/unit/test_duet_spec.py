@@ -7,7 +7,7 @@ import pytest
 
 from idsbench.errors import SpecError
 from idsbench.plan import duet_pairs, plan
-from idsbench.run.duet_place import TWO_CPU_DEFAULT, place, slot_of, swapped
+from idsbench.run.duet.place import TWO_CPU_DEFAULT, place, slot_of, swapped
 from idsbench.spec import spec_from_dict
 from idsbench.spec.duet import FIXED_AXES, SIDE_AXES
 

@@ -2,7 +2,7 @@
 seconds within each sample), the position asymmetry the swaps cancel, and the verdict.
 
 - Per sample: each side's CPU µs per packet = its cgroup CPU over the common span (replay start → both
-  drained, run/duet.py) / the packets it decoded; the ratio = b / a. Only samples whose two sides are
+  drained, run/duet/session.py) / the packets it decoded; the ratio = b / a. Only samples whose two sides are
   both `ok` count.
 - The pair: the median of the per-sample ratios and its order-statistic CI (a one-sample problem:
   [x(k), x(n+1-k)], `stats.median_ci`; with 6 samples min..max at 96.9%, `ci_level`).

@@ -61,7 +61,7 @@ def run_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progress: P
         raise SpecError("a spec with [hosts] runs on its hosts, not through the local runner.",
                         fix="call idsbench.dispatch.run_campaign (what `idsbench run` does).")
     if spec.mode == "duet":
-        raise SpecError("a mode = \"duet\" spec runs its pairs side by side (run.duet_campaign).",
+        raise SpecError("a mode = \"duet\" spec runs its pairs side by side (run.duet.campaign).",
                         fix="call idsbench.dispatch.run_campaign (what `idsbench run` does).")
     with signals_as_interrupt():
         ctx, cases = prepare_campaign(spec, out_dir, resume=resume, state_dir=state_dir or settings.state_dir(),

@@ -1,7 +1,7 @@
 """The duet search: both sides' NDR (and PDRs) from trials that feed both (docs/architecture.md,
 "Duet", "The duet search").
 
-One duet trial replays the load once into both running sensors (run/duet.py `DuetSession.trial`); each
+One duet trial replays the load once into both running sensors (run/duet/session.py `DuetSession.trial`); each
 side's forwarded count comes from its own counters and waterfall (search/measure.py `trial_record`,
 `trial_count`, exactly as a single search judges a trial). Each side has its own MLRsearch controller
 (search/mlr.py `run_controller`), run one after the other over `SharedTrials`:
@@ -41,8 +41,8 @@ from idsbench.errors import SpecError
 from idsbench.plan import DuetPair, duet_pairs
 from idsbench.run.campaign import signals_as_interrupt
 from idsbench.run.context import CampaignContext
-from idsbench.run.duet import DuetDeps, DuetSession
-from idsbench.run.duet_sample import DuetSampleRun
+from idsbench.run.duet.sample import DuetSampleRun
+from idsbench.run.duet.session import DuetDeps, DuetSession
 from idsbench.run.preflight import prepare_campaign
 from idsbench.run.progress import Progress
 from idsbench.run.session import Phase

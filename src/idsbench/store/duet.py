@@ -37,7 +37,7 @@ class DuetSampleRecord(Record):
     sample: int
     axis: str | None = None                    # the side axis that differs (None: A/A)
     swapped: bool = False                      # side a took slot 1
-    placement: str = "shared"                  # run/duet_place.py: split | shared
+    placement: str = "shared"                  # run/duet/place.py: split | shared
     mirror: str = "mirred"                     # wire/mirror.py method
     sender_cpus: tuple[int, ...] = ()
     span_start_unix: float | None = None       # the common span: replay start …

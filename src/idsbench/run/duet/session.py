@@ -32,7 +32,7 @@ from idsbench.plan import Case, DuetPair
 from idsbench.proc import Supervisor
 from idsbench.run.context import CampaignContext
 from idsbench.run.drain import drain, near_idle_cores, wire_record
-from idsbench.run.duet_place import DuetPlacement, PlacementKind, Slot, place, slot_of
+from idsbench.run.duet.place import DuetPlacement, PlacementKind, Slot, place, slot_of
 from idsbench.run.facts import capture_method, worker_threads
 from idsbench.run.replay import ReplayOutcome, ReplayPlan, replay_plan
 from idsbench.run.session import Monitor, Phase, SampleDeps, SenderGroup, SensorCpu, SensorSession, TrialOutcome
@@ -98,7 +98,7 @@ class DuetDeps:
     make_monitor: Callable[[Path, float, MirrorEnds, Sequence[tuple[str, int, CgroupStats | None]], Sequence[Source]],
                            Monitor] = real_duet_monitor
     mirror: str = "bpf"                        # wire/mirror.py MIRROR_METHODS
-    placement: PlacementKind | None = None     # None: run/duet_place.py chooses (the benchmark forces one)
+    placement: PlacementKind | None = None     # None: run/duet/place.py chooses (the benchmark forces one)
 
 
 @dataclass

@@ -15,8 +15,8 @@ from idsbench.accounting import waterfall_of
 from idsbench.errors import IdsbenchError
 from idsbench.plan import Case, DuetPair
 from idsbench.run.context import CampaignContext
-from idsbench.run.duet import DuetDeps, DuetSession, DuetTrialOutcome
-from idsbench.run.duet_place import slot_of, swapped
+from idsbench.run.duet.place import slot_of, swapped
+from idsbench.run.duet.session import DuetDeps, DuetSession, DuetTrialOutcome
 from idsbench.run.sample import SampleRun
 from idsbench.run.session import Phase
 from idsbench.store import atomic

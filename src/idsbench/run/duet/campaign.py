@@ -1,5 +1,5 @@
 """A `mode = "duet"` campaign: the same preflight as any campaign, then each pair's samples, one
-duet sample at a time (run/duet_sample.py). `--resume` keeps a duet sample whose pair record exists and
+duet sample at a time (run/duet/sample.py). `--resume` keeps a duet sample whose pair record exists and
 both of whose sides have a measured verdict; any other runs again, both sides together."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from idsbench.errors import SpecError
 from idsbench.plan import DuetPair, duet_pairs
 from idsbench.run.campaign import CampaignResult, disk_error, signals_as_interrupt
 from idsbench.run.context import CampaignContext
-from idsbench.run.duet import DuetDeps
-from idsbench.run.duet_place import place
-from idsbench.run.duet_sample import DuetSampleRun
+from idsbench.run.duet.place import place
+from idsbench.run.duet.sample import DuetSampleRun
+from idsbench.run.duet.session import DuetDeps
 from idsbench.run.preflight import prepare_campaign
 from idsbench.run.progress import Progress
 from idsbench.spec import Spec
