@@ -4,7 +4,7 @@ VENV ?= .venv
 PYTHON ?= python3
 STAMP := $(VENV)/.installed
 
-.PHONY: setup system venv native snort suricata-src lint demo test unit integration bench clean-results vfio-lab vfio-diag
+.PHONY: setup system venv native snort suricata-src lint docs demo test unit integration bench clean-results vfio-lab vfio-diag
 
 setup: system venv native
 
@@ -36,6 +36,11 @@ demo: setup
 lint: venv
 	@$(VENV)/bin/ruff check src tests benchmarks
 	@$(VENV)/bin/mypy
+
+# docs/spec.md, the spec reference, generated from the spec model (src/idsbench/spec.py); a unit test fails
+# when it is stale.
+docs: venv
+	@$(VENV)/bin/idsbench spec-reference > docs/spec.md.tmp && mv docs/spec.md.tmp docs/spec.md
 
 # The whole suite; with CI=true (or IDSBENCH_STRICT=1) a test that cannot run fails instead of skipping.
 test: setup snort suricata-src lint

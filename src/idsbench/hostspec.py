@@ -19,23 +19,25 @@ class HostEntry(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-    role: Role
-    address: str
-    port: int = Field(22, ge=1, le=65535)
-    user: str = "root"
-    key: str | None = None                   # private key file (else ssh's defaults/agent)
-    become: Literal["none", "sudo"] = "none"  # sudo: `sudo -n`, or with --ask-become-pass
-    pair: str | None = None
-    capture_interface: str | None = None     # sensor: the NIC the sensor sniffs
-    transmit_interface: str | None = None    # sender: the NIC tcpreplay sends out of
-    python: str = DEFAULT_PYTHON             # the idsbench venv's python on the host
-    workdir: str = DEFAULT_WORKDIR           # the agent's files (traces, samples, state)
-    # a sensor host's NIC for the vm-vfio setup (checked by `hosts check`): a PCI function to pass through,
-    # or an SR-IOV PF to make a VF of; and the guest RAM it must find in free hugepages ("2g"), if asked
-    vfio_device: str | None = Field(None, pattern=r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
-    sriov_pf: str | None = None
-    hugepages: str | None = Field(None, pattern=r"^[0-9]+[kKmMgG]?$")
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="The host's name in results and logs.")
+    role: Role = Field(description="\"sender\", \"sensor\" or \"collector\".")
+    address: str = Field(description="Where SSH reaches it (a name or an address).")
+    port: int = Field(22, ge=1, le=65535, description="SSH port.")
+    user: str = Field("root", description="SSH login user.")
+    key: str | None = Field(None, description="Private key file; unset: ssh's defaults or agent.")
+    become: Literal["none", "sudo"] = Field("none", description="\"sudo\": the agent runs under `sudo -n`, or "
+                                            "`sudo -S` with --ask-become-pass.")
+    pair: str | None = Field(None, description="Pairs a sender with a sensor (same value on both).")
+    capture_interface: str | None = Field(None, description="Sensor: the NIC the sensor captures on.")
+    transmit_interface: str | None = Field(None, description="Sender: the NIC the replayers send out of.")
+    python: str = Field(DEFAULT_PYTHON, description="The idsbench venv's python on the host.")
+    workdir: str = Field(DEFAULT_WORKDIR, description="The agent's files (traces, samples, state).")
+    vfio_device: str | None = Field(None, pattern=r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$",
+                                    description="Sensor: a PCI function for vm-vfio, checked by `hosts check`.")
+    sriov_pf: str | None = Field(None, description="Sensor: an SR-IOV PF to make a VF of, checked by `hosts check`.")
+    hugepages: str | None = Field(None, pattern=r"^[0-9]+[kKmMgG]?$",
+                                  description="Sensor: guest RAM that must be free in hugepages (\"2g\"), checked "
+                                  "by `hosts check`.")
 
     @property
     def interface(self) -> str | None:

@@ -14,7 +14,7 @@ from idsbench import __version__
 from idsbench.errors import IdsbenchError
 
 SUBCOMMANDS = ["run", "search", "report", "results", "compare", "index", "trend", "trace", "doctor", "cleanup", "probe", "tune",
-               "hosts", "lab"]
+               "hosts", "lab", "spec-reference"]
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -27,7 +27,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"idsbench {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS if only is None else [only]:
-        importlib.import_module(f"idsbench.cli.{name}").add_parser(subparsers)
+        importlib.import_module(f"idsbench.cli.{name.replace('-', '_')}").add_parser(subparsers)
     return parser
 
 

@@ -92,8 +92,9 @@ class TraceEntry(_Frozen):
     """A trace that names its own rules: `{ path = "x.pcap", rules = ["x.rules"] }`. Its cases run with
     those rules only (they replace the sensor.rules axis for this trace)."""
 
-    path: str = Field(min_length=1)
-    rules: list[str] = Field(min_length=1)
+    path: str = Field(min_length=1, description="The capture (pcap or pcapng), relative to the spec file.")
+    rules: list[str] = Field(min_length=1, description="Rule files this trace's cases run with, instead of "
+                             "sensor.rules.")
 
     @field_validator("rules", mode="before")
     @classmethod
@@ -102,16 +103,30 @@ class TraceEntry(_Frozen):
 
 
 class Traffic(_Frozen):
-    # a capture reference ("x.pcap", "builtin:web") or one with its own rules (TraceEntry); mixing is allowed
-    traces: list[str | TraceEntry] = Field(default_factory=lambda: list[str | TraceEntry](["builtin:mixed"]),
-                                           min_length=1)
-    replayers: list[Annotated[int, Field(ge=1, le=64)]] = Field(default_factory=lambda: [1], min_length=1)
-    rate: list[Rate] = Field(default_factory=lambda: [Rate(kind="recorded")], min_length=1)
-    loops: int = Field(1, ge=1)
-    duration_s: float | None = Field(None, gt=0)  # loop the trace until this many seconds passed
-    flows: Literal["distinct", "identical"] = "distinct"  # each replayer its own flows, or copies
-    # who sends: "native" (idsbench's replayer: absolute schedule, exact rates) or "tcpreplay"; a list is an axis
-    sender: list[SenderName] = Field(default_factory=lambda: list[SenderName](["native"]), min_length=1)
+    """[traffic]: what is replayed into the sensor, and how fast."""
+
+    traces: list[str | TraceEntry] = Field(
+        default_factory=lambda: list[str | TraceEntry](["builtin:mixed"]), min_length=1,
+        description="Captures to replay (an axis): pcap/pcapng paths relative to the spec file, generated "
+        "traffic `builtin:mixed|web|dns|small-packets|bulk|elephants[?packets=N&rate_pps=R&...]`, or a table "
+        "`{ path = \"x.pcap\", rules = [\"x.rules\"] }` for a trace with its own rules. Strings and tables mix.")
+    replayers: list[Annotated[int, Field(ge=1, le=64)]] = Field(
+        default_factory=lambda: [1], min_length=1,
+        description="Parallel replayers (\"NX load\"), each sending the whole trace (an axis).")
+    rate: list[Rate] = Field(
+        default_factory=lambda: [Rate(kind="recorded")], min_length=1,
+        description="Each replayer's rate (an axis): \"recorded\" (the capture's own timing), \"topspeed\", "
+        "{ multiplier = X }, { mbps = X } or { pps = X }.")
+    loops: int = Field(1, ge=1, description="How many times each replayer sends the trace.")
+    duration_s: float | None = Field(None, gt=0, description="Loop the trace until this many seconds passed "
+                                     "(instead of `loops`).")
+    flows: Literal["distinct", "identical"] = Field(
+        "distinct", description="\"distinct\": each replayer's copy has its own addresses (its own flows); "
+        "\"identical\": every replayer sends the same packets.")
+    sender: list[SenderName] = Field(
+        default_factory=lambda: list[SenderName](["native"]), min_length=1,
+        description="Who sends (an axis): \"native\" (idsbench's replayer, an absolute schedule: exact "
+        "rates) or \"tcpreplay\".")
 
     @model_validator(mode="after")
     def _loops_or_duration(self) -> Traffic:
@@ -160,35 +175,65 @@ def ruleset_label(refs: list[Any]) -> str:
 
 
 class Sensor(_Frozen):
-    engine: list[str] = Field(default_factory=lambda: ["suricata"], min_length=1)  # an axis
-    rules: list[str] = Field(default_factory=lambda: ["builtin:events"])
-    # engine config overlays (e.g. `idsbench tune plan --format yaml`); "default" = none; a list is an
-    # axis (an A/B of configurations: ["default", "tuned.yaml"])
-    config: list[str] = Field(default_factory=lambda: [DEFAULT_CONFIG], min_length=1)
-    # Engine settings: plain keys go to every engine of the campaign; a table named after an engine
-    # ([sensor.set.snort]) to that engine only, and wins over a plain key of the same name.
-    set: dict[str, Scalar | dict[str, Scalar]] = Field(default_factory=dict)
-    stats_interval_s: int = Field(1, ge=1, le=60)
-    ready_timeout_s: float = Field(120.0, gt=0)
-    # engine "capture": its reader (`method` in the spec is the same key, as issue 15 names it)
+    """[sensor]: which engine runs, with which rules and settings."""
+
+    engine: list[str] = Field(
+        default_factory=lambda: ["suricata"], min_length=1,
+        description="The engine (an axis): \"suricata\" (the installed one), \"snort\" (Snort 3, built by "
+        "`make snort`), \"capture\" (no detection: the capture path alone); a Suricata build from source "
+        "\"suricata@8.0.6\"; options after `+`: \"suricata@8.0.6+profiling\", \"+nohyperscan\", "
+        "\"snort+profiling\" (docs/engines.md).")
+    rules: list[str] = Field(
+        default_factory=lambda: ["builtin:events"],
+        description="Rule files or directories of *.rules; \"builtin:events\" (each engine's own protocol-event "
+        "rules), \"builtin:markers\" (the marker rules of generated traffic). A ruleset axis: a list of lists "
+        "`[[\"a.rules\"], [\"a.rules\", \"b.rules\"]]` or a table of named sets "
+        "`{ base = [\"a.rules\"], more = [\"a.rules\", \"b.rules\"] }`.")
+    config: list[str] = Field(
+        default_factory=lambda: [DEFAULT_CONFIG], min_length=1,
+        description="Config overlays (an axis): \"default\" = none, or a file (Suricata: `--include FILE`, which "
+        "replaces whole top-level sections; Snort: `include` after idsbench's settings), e.g. "
+        "[\"default\", \"tuned.yaml\"] for an A/B (docs/configuration.md).")
+    set: dict[str, Scalar | dict[str, Scalar]] = Field(
+        default_factory=dict,
+        description="Engine settings applied last (Suricata: `--set key=value`; Snort: a Lua assignment). Plain "
+        "keys go to every engine; a table named after an engine ([sensor.set.snort]) to that engine only and wins "
+        "over a plain key of the same name. Booleans become yes/no.")
+    stats_interval_s: int = Field(1, ge=1, le=60, description="Seconds between the engine's counter records "
+                                  "(the counter series of every sample).")
+    ready_timeout_s: float = Field(120.0, gt=0, description="How long the sensor may take to start (rule "
+                                   "load included) before the sample fails.")
     capture_method: Literal["afpacket", "libpcap"] = Field(
-        "afpacket", validation_alias=AliasChoices("capture_method", "method"))
-    ground_truth: bool = True  # alerts per signature offline, for the recall of every sample (loops = 1)
-    # rulesets as an axis, by name: `rules = [["a.rules"], ["a.rules", "b.rules"]]` (names from the file
-    # stems) or `rules = {"et" = [...], "et-minus-policy" = [...]}` fill it, and `rules` then holds every
-    # reference of all sets; empty: `rules` is the one ruleset (case ids unchanged)
-    rulesets: dict[str, list[str]] = Field(default_factory=dict)
-    # worker threads (Suricata's af-packet workers, Snort's packet threads, the capture engine's readers):
-    # unset = the CPUs the sensor is pinned to, or its quota rounded up; a count; or "auto" (the
-    # engine's own choice); a list is an axis
-    threads: list[Threads] = Field(default_factory=lambda: list[Threads]([None]), min_length=1)
-    # how the engine reads the wire (idsbench.capture): a method name, or a list (an axis); None: the
-    # engine's default (Suricata "af-packet", Snort "afpacket", the capture engine its `capture_method`)
-    capture: list[str | None] = Field(default_factory=lambda: list[str | None]([None]), min_length=1)
-    # the methods' options: plain keys for every method of the axis, a table per method for its own
-    capture_options: dict[str, Scalar | dict[str, Scalar]] = Field(default_factory=dict)
-    # flow bypass (idsbench.bypass): "off", "local", "xdp", "ebpf", or a list (an axis); None: "off"
-    bypass: list[str | None] = Field(default_factory=lambda: list[str | None]([None]), min_length=1)
+        "afpacket", validation_alias=AliasChoices("capture_method", "method"),
+        description="Engine \"capture\" only: its reader when `capture` is unset — \"afpacket\" (ibcapture, a "
+        "TPACKET_V3 ring reader) or \"libpcap\" (tcpdump to /dev/null).")
+    ground_truth: bool = Field(True, description="Read each replayed copy offline with the same rules and "
+                               "config (cases with one loop): alerts per signature, for every sample's alert "
+                               "recall.")
+    rulesets: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Named rulesets (an axis), name -> rule references. Usually filled from `rules` given as a "
+        "list of lists or a table (then `rules` holds every reference of all sets); empty: `rules` is the one "
+        "ruleset.")
+    threads: list[Threads] = Field(
+        default_factory=lambda: list[Threads]([None]), min_length=1,
+        description="Worker threads (Suricata's af-packet workers, Snort's packet threads, the capture engine's "
+        "readers; an axis): unset = as many as CPUs the sensor is given (pinned CPUs, or its quota rounded up); "
+        "a count; or \"auto\" (the engine's own choice).")
+    capture: list[str | None] = Field(
+        default_factory=lambda: list[str | None]([None]), min_length=1,
+        description="How the engine reads the wire (an axis). Suricata: \"af-packet\" (default), "
+        "\"af-packet-v2\", \"af-xdp\", \"pcap\"; Snort: \"afpacket\" (default), \"pcap\"; engine capture: "
+        "\"afpacket\", \"libpcap\". Unset: the engine's default (docs/capture.md).")
+    capture_options: dict[str, Scalar | dict[str, Scalar]] = Field(
+        default_factory=dict,
+        description="Capture method options: plain keys for every method of the axis, a table "
+        "[sensor.capture_options.<method>] for one method (e.g. ring-size, block-size, cluster-type, xdp-mode, "
+        "buffer-size; docs/capture.md).")
+    bypass: list[str | None] = Field(
+        default_factory=lambda: list[str | None]([None]), min_length=1,
+        description="Suricata flow bypass (an axis): \"off\" (default), \"local\" (the stream engine's), "
+        "\"xdp\" or \"ebpf\" (a kernel program drops a bypassed flow's packets; bare metal, af-packet).")
 
     @model_serializer(mode="wrap")
     def _without_unset_threads(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:  # Any: pydantic's dump
@@ -285,22 +330,38 @@ def _no_limit() -> list[Any]:
 
 
 class Setup(_Frozen):
-    kinds: list[str] = Field(default_factory=lambda: ["baremetal"], min_length=1)
-    cpus: list[float | None] = Field(default_factory=_no_limit)
-    memory: list[str | None] = Field(default_factory=_no_limit)
-    cpuset: list[int] | None = None
-    runtime: Literal["auto", "podman", "docker"] = "auto"  # container setups; auto: podman if usable
-    swappiness: int | None = Field(None, ge=0, le=100)  # the sensor cgroup's memory.swappiness
-    vcpus: int | None = Field(None, ge=1, le=256)  # vm: guest vCPUs (default: cpus rounded up)
-    accel: Literal["auto", "kvm", "tcg"] = "auto"  # vm: auto = KVM if it boots the guest, else TCG
-    # vm-vfio (setups/vfio): the PCI function the sensor VM owns — a whole NIC by its BDF, or a VF that
-    # idsbench makes of an SR-IOV PF (an interface name) and sets up: MAC, port VLAN, spoofchk off, trust on
-    vfio_device: str | None = Field(None, pattern=r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
-    sriov_pf: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,14}$")
-    sriov_mac: str = Field("02:69:64:73:00:01", pattern=r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
-    sriov_vlan: int | None = Field(None, ge=1, le=4094)
-    hugepages: bool = False  # vm-vfio: guest RAM from /dev/hugepages (reserved beforehand)
-    boot_timeout_s: float = Field(240.0, gt=0)  # vm, vm-vfio: how long the guest may take to boot
+    """[setup]: how the sensor is isolated, and its limits."""
+
+    kinds: list[str] = Field(
+        default_factory=lambda: ["baremetal"], min_length=1,
+        description="Isolation (an axis): \"baremetal\", \"container\", \"container-vtap\" (a container fed by "
+        "a macvtap), \"vm\" (a VM fed by a macvtap), \"vm-vfio\" (a VM owning a PCI function; docs/setups.md).")
+    cpus: list[float | None] = Field(default_factory=_no_limit,
+                                     description="The sensor's CPU limit in cores, e.g. 0.5 (an axis); unset: none.")
+    memory: list[str | None] = Field(default_factory=_no_limit,
+                                     description="The sensor's memory limit, e.g. \"512m\", \"2g\" (an axis; swap "
+                                     "prevented); unset: none.")
+    cpuset: list[int] | None = Field(None, description="The CPUs the sensor is pinned to; unset: every CPU but "
+                                     "the sender's first one.")
+    runtime: Literal["auto", "podman", "docker"] = Field(
+        "auto", description="Container setups: the runtime; \"auto\" = podman if usable, else docker.")
+    swappiness: int | None = Field(None, ge=0, le=100, description="The sensor cgroup's memory.swappiness.")
+    vcpus: int | None = Field(None, ge=1, le=256, description="vm: guest vCPUs; unset: `cpus` rounded up.")
+    accel: Literal["auto", "kvm", "tcg"] = Field(
+        "auto", description="vm: \"auto\" = KVM if it boots the guest, else TCG (results labelled emulated).")
+    vfio_device: str | None = Field(
+        None, pattern=r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$",
+        description="vm-vfio: a whole PCI function the VM owns, by its address (\"0000:3b:00.1\"). Exactly one of "
+        "vfio_device and sriov_pf.")
+    sriov_pf: str | None = Field(
+        None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,14}$",
+        description="vm-vfio: an SR-IOV PF interface (\"ens2f0\"); idsbench makes a VF of it, gives it to the VM "
+        "and restores the PF afterwards.")
+    sriov_mac: str = Field("02:69:64:73:00:01", pattern=r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$",
+                           description="vm-vfio: the VF's MAC address (the sender port rewrites frames to it).")
+    sriov_vlan: int | None = Field(None, ge=1, le=4094, description="vm-vfio: the VF's port VLAN; unset: none.")
+    hugepages: bool = Field(False, description="vm-vfio: guest RAM from /dev/hugepages (reserved beforehand).")
+    boot_timeout_s: float = Field(240.0, gt=0, description="vm, vm-vfio: how long the guest may take to boot.")
 
     @model_validator(mode="after")
     def _vfio_device_named(self) -> Setup:
@@ -332,20 +393,30 @@ class Setup(_Frozen):
 
 
 class Timing(_Frozen):
-    settle_s: float = Field(0.0, ge=0)  # at least this long after the replay before stopping the sensor
-    drain_timeout_s: float = Field(30.0, gt=0)  # at most this long waiting for it to process its backlog
-    replay_timeout_s: float = Field(3600.0, gt=0)
-    stop_timeout_s: float = Field(60.0, gt=0)
+    """[timing]: the waits around each sample's replay."""
+
+    settle_s: float = Field(0.0, ge=0, description="At least this long after the replay before the sensor is "
+                            "stopped.")
+    drain_timeout_s: float = Field(30.0, gt=0, description="At most this long waiting for the sensor to process "
+                                   "what it captured (what is left counts as unprocessed_pkts).")
+    replay_timeout_s: float = Field(3600.0, gt=0, description="A replay still running after this long is stopped "
+                                    "and the sample fails.")
+    stop_timeout_s: float = Field(60.0, gt=0, description="How long a graceful stop of the sensor may take before "
+                                  "it is killed.")
 
 
 class Hosts(_Frozen):
     """Run on real hosts (sender/sensor pairs over SSH) instead of this machine's namespaces."""
 
-    inventory: str | None = None         # an Ansible inventory (relative to the spec file)
-    host: list[HostEntry] = Field(default_factory=list)  # or the hosts inline
-    known_hosts: str | None = None       # default: the inventory's idsbench_known_hosts, else idsbench's own
-    pool_pairs: bool = False             # allow a case's samples on pairs whose hardware differs
-    tune: str | None = None              # an Ansible role (`idsbench tune plan --format ansible`) for sensors
+    inventory: str | None = Field(None, description="An Ansible inventory (YAML), relative to the spec file "
+                                  "(docs/hosts.md). Exactly one of inventory and [[hosts.host]].")
+    host: list[HostEntry] = Field(default_factory=list, description="The hosts inline, as [[hosts.host]] tables.")
+    known_hosts: str | None = Field(None, description="The known_hosts file host keys are checked against; "
+                                    "unset: the inventory's idsbench_known_hosts, else "
+                                    "~/.cache/idsbench/hosts/known_hosts.")
+    pool_pairs: bool = Field(False, description="Allow a case's samples on pairs whose hardware differs.")
+    tune: str | None = Field(None, description="An Ansible role (`idsbench tune plan --format ansible`) applied "
+                             "to the sensors.")
 
     @model_validator(mode="after")
     def _one_source(self) -> Hosts:
@@ -353,12 +424,14 @@ class Hosts(_Frozen):
             raise ValueError("give either inventory = \"FILE\" or [[hosts.host]] tables, not both or neither")
         return self
 class Impairment(_Frozen):
-    """netem on the sender's end of the wire: a lossy SPAN port or tap."""
+    """[wire.impair]: an emulated lossy SPAN port or tap on the sender's end of the wire."""
 
-    loss: float = Field(0.0, ge=0, le=1)         # fraction of packets lost (0.02 = 2%)
-    delay_ms: float = Field(0.0, ge=0, le=10_000)
-    jitter_ms: float = Field(0.0, ge=0, le=10_000)
-    reorder: float = Field(0.0, ge=0, le=1)      # fraction of packets sent out of order (needs delay)
+    loss: float = Field(0.0, ge=0, le=1, description="Fraction of packets lost (0.02 = 2%), by an eBPF "
+                        "classifier; booked as wire loss.")
+    delay_ms: float = Field(0.0, ge=0, le=10_000, description="Added delay (needs the kernel's netem).")
+    jitter_ms: float = Field(0.0, ge=0, le=10_000, description="Jitter of the delay (needs netem).")
+    reorder: float = Field(0.0, ge=0, le=1, description="Fraction of packets sent out of order (needs netem and "
+                           "a delay).")
 
     @property
     def active(self) -> bool:
@@ -366,32 +439,45 @@ class Impairment(_Frozen):
 
 
 class Wire(_Frozen):
-    impair: Impairment = Field(default_factory=Impairment)
-    # Two NIC ports of this host cabled together (wire/nic.py) instead of the veth pair: the replayers send
-    # out of `sender_interface`; `sensor_interface` (default: setup.sriov_pf) is the sensor side's NIC.
-    sender_interface: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,14}$")
-    sensor_interface: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,14}$")
+    """[wire]: the link between sender and sensor (by default a veth pair between two namespaces)."""
+
+    impair: Impairment = Field(default_factory=Impairment, description="An emulated lossy tap ([wire.impair]).")
+    sender_interface: str | None = Field(
+        None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,14}$",
+        description="Two NIC ports of this host cabled together instead of the veth pair: the port the replayers "
+        "send out of.")
+    sensor_interface: str | None = Field(
+        None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,14}$",
+        description="The sensor side's NIC port of that cable; unset: setup.sriov_pf.")
 
 
 class Search(_Frozen):
     """`idsbench search`: the highest load each case takes within a drop tolerance (NDR, PDRs), or the
     fewest CPUs that stay lossless at the case's load (`axis = "cpus"`)."""
 
-    tolerances: list[float] = Field(default_factory=lambda: [0.0], min_length=1)  # drop ratios: 0 = NDR
-    # The goals of the MLRsearch controller (one per tolerance; docs/architecture.md "Search"):
-    precision: float = Field(0.05, gt=0, lt=1)   # relative width between the relevant lower and upper bound
-    exceed_ratio: float = Field(0.5, ge=0, lt=1)  # share of a load's trial seconds that may be bad trials
-    axis: Literal["rate", "replayers", "cpus"] = "rate"
-    trial_s: float = Field(5.0, gt=0)            # final trial duration (what a bound rests on)
-    initial_trial_s: float = Field(1.0, gt=0)    # shortest trial duration (the first, coarse targets)
-    duration_sum: float = Field(15.0, gt=0)      # trial seconds at final length that decide a bound
-    repeats: int = Field(1, ge=1, le=20)         # whole searches, a fresh sensor each: median, CI
-    max_search_s: float = Field(1800.0, gt=0)    # the controller gives up after this long
-    final_s: float = Field(20.0, gt=0)           # length of the verification trial at the result
-    warm: bool = True                            # search trials on one running sensor
-    max_trials: int = Field(60, ge=2, le=500)    # trials per search at most (then its bounds so far)
-    min_cpus: float = Field(0.05, gt=0)          # cpus axis: the smallest allocation tried
-    max_replayers: int = Field(16, ge=1, le=64)  # replayers axis: the upper bound
+    tolerances: list[float] = Field(default_factory=lambda: [0.0], min_length=1,
+                                    description="Goal loss ratios in [0, 1), one MLRsearch goal each: 0 = NDR, "
+                                    "e.g. [0, 0.001, 0.01] adds PDRs.")
+    precision: float = Field(0.05, gt=0, lt=1, description="Relative width between the relevant lower and upper "
+                             "bound at which a goal is found; also the noise level the host probe warns above.")
+    exceed_ratio: float = Field(0.5, ge=0, lt=1, description="Share of a load's trial seconds that may be bad "
+                                "trials while the load still passes.")
+    axis: Literal["rate", "replayers", "cpus"] = Field(
+        "rate", description="What is searched: the offered \"rate\", the number of \"replayers\", or the fewest "
+        "\"cpus\" that stay lossless at the case's load.")
+    trial_s: float = Field(5.0, gt=0, description="Final trial duration (what a bound rests on).")
+    initial_trial_s: float = Field(1.0, gt=0, description="Shortest trial duration (the first, coarse loads).")
+    duration_sum: float = Field(15.0, gt=0, description="Trial seconds at final length that decide whether a load "
+                                "is a bound.")
+    repeats: int = Field(1, ge=1, le=20, description="Whole searches, a fresh sensor each: the result is their "
+                         "median, with a CI.")
+    max_search_s: float = Field(1800.0, gt=0, description="The controller gives up after this long (the bounds "
+                                "found so far are kept).")
+    final_s: float = Field(20.0, gt=0, description="Length of the cold verification sample at the result.")
+    warm: bool = Field(True, description="Trials on one running sensor (false: a fresh sensor per trial).")
+    max_trials: int = Field(60, ge=2, le=500, description="Trials per search at most (then its bounds so far).")
+    min_cpus: float = Field(0.05, gt=0, description="axis = \"cpus\": the smallest allocation tried.")
+    max_replayers: int = Field(16, ge=1, le=64, description="axis = \"replayers\": the upper bound.")
 
     @field_validator("tolerances", mode="before")
     @classmethod
@@ -409,33 +495,39 @@ class Search(_Frozen):
 class Profile(_Frozen):
     """[profile]: where the sensor's CPU goes during each sample's replay and drain."""
 
-    perf: bool = False                                 # perf stat + per-thread CPU in every sample
-    record_samples: int = Field(1, ge=0, le=1000)      # and perf record (top functions) in the first N
-    frequency_hz: int = Field(999, ge=10, le=20000)    # perf record sampling frequency
-    top: int = Field(25, ge=1, le=500)                 # functions kept per sample
+    perf: bool = Field(False, description="perf stat and per-thread CPU in every sample (docs/profiling.md).")
+    record_samples: int = Field(1, ge=0, le=1000, description="perf record (top functions) in the first N "
+                                "samples.")
+    frequency_hz: int = Field(999, ge=10, le=20000, description="perf record's sampling frequency.")
+    top: int = Field(25, ge=1, le=500, description="Functions kept per sample.")
 
 
 class Spec(_Frozen):
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-    description: str = ""
-    samples: int = Field(6, ge=1, le=1000)  # 6: the fewest whose min..max CI of the median covers 95%
-    # The order samples run in: "cases" (each case's samples in a row) or "interleaved" (rounds: s0 of every
-    # case, then s1 …, the cases of each round in a seeded random order), so a host's drift over minutes
-    # falls on every case alike and the analysis can pair them round by round. None (unset): interleaved
-    # when more than one case has more than one sample (run/order.py). The order a campaign runs in is
-    # recorded in campaign.json's `order`, not in its spec dump (older campaigns: their spec's, else "cases").
-    order: Literal["cases", "interleaved"] | None = None
-    # "duet": two sensors side by side on the one replay (docs/architecture.md, "Duet"): exactly one axis of
-    # idsbench.spec.duet.SIDE_AXES has two values (sides a and b, in the order written), or none (an A/A duet)
-    mode: Literal["single", "duet"] = "single"
-    traffic: Traffic = Field(default_factory=Traffic)
-    sensor: Sensor = Field(default_factory=Sensor)
-    setup: Setup = Field(default_factory=Setup)
-    timing: Timing = Field(default_factory=Timing)
-    hosts: Hosts | None = None  # None: this machine (namespaces); else the hosts of an inventory
-    wire: Wire = Field(default_factory=Wire)
-    search: Search = Field(default_factory=Search)
-    profile: Profile = Field(default_factory=Profile)
+    """An idsbench spec (TOML): the top-level keys and one table per section."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="The campaign's name.")
+    description: str = Field("", description="Free text, kept in campaign.json.")
+    samples: int = Field(6, ge=1, le=1000, description="Samples per case; 6 is the fewest whose min..max CI of "
+                         "the median covers 95%.")
+    order: Literal["cases", "interleaved"] | None = Field(
+        None, description="The order samples run in: \"cases\" (each case's samples in a row) or \"interleaved\" "
+        "(rounds: s0 of every case, then s1 …, the cases of each round in a seeded random order, so a host's "
+        "drift falls on every case alike and compare pairs them round by round). Unset: interleaved when more "
+        "than one case has more than one sample. The order run is recorded in campaign.json, not in the spec's "
+        "dump.")
+    mode: Literal["single", "duet"] = Field(
+        "single", description="\"duet\": two sensors side by side on one replay (docs/duet.md): exactly one side "
+        "axis (sensor.engine, rules, config, capture) has two values — sides a and b in the order written — or "
+        "none (an A/A duet).")
+    traffic: Traffic = Field(default_factory=Traffic, description="What is replayed.")
+    sensor: Sensor = Field(default_factory=Sensor, description="The engine, rules and settings.")
+    setup: Setup = Field(default_factory=Setup, description="Isolation and limits.")
+    timing: Timing = Field(default_factory=Timing, description="The waits around each replay.")
+    hosts: Hosts | None = Field(None, description="Run on sender/sensor host pairs over SSH; unset: this "
+                                "machine (namespaces).")
+    wire: Wire = Field(default_factory=Wire, description="The link between sender and sensor.")
+    search: Search = Field(default_factory=Search, description="`idsbench search` only.")
+    profile: Profile = Field(default_factory=Profile, description="Profiling of the sensor in each sample.")
     base_dir: Path = Field(default=Path("."), exclude=True)
 
     @model_serializer(mode="wrap")
