@@ -1,5 +1,5 @@
 """The spec reference (docs/spec.md), generated from the spec model: every section and key with its type,
-default, allowed values and meaning (`Field(description=...)` in spec.py and hostspec.py, the one source).
+default, allowed values and meaning (`Field(description=...)` in spec/model.py and hostspec.py, the one source).
 
 `idsbench spec-reference` prints it; `make docs` writes docs/spec.md; a unit test fails when that file
 differs from what this module renders.
@@ -25,7 +25,7 @@ from idsbench.spec import Rate, Spec, TraceEntry
 HEADER = """# Spec reference
 
 A spec is a TOML file: a few top-level keys, then one table per section. This page is generated from
-the spec model (`src/idsbench/spec.py`, `src/idsbench/hostspec.py`) by `idsbench spec-reference`
+the spec model (`src/idsbench/spec/model.py`, `src/idsbench/hostspec.py`) by `idsbench spec-reference`
 (`make docs` writes it); do not edit it by hand — change the model's `Field(description=...)` and
 regenerate. A unit test fails when this page is stale.
 

@@ -43,7 +43,7 @@ def test_reference_states_type_default_and_allowed_values() -> None:
 
 
 def test_a_field_without_description_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    from idsbench.spec import Timing
+    from idsbench.spec.model import Timing
 
     monkeypatch.setattr(Timing.model_fields["settle_s"], "description", None)
     with pytest.raises(ValueError, match="timing.settle_s has no description"):
