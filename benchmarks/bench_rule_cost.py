@@ -15,8 +15,8 @@ in sign and within a factor of 2. The plain build's saving is printed, not targe
 (cpuid, which traps in a VM) the profiler mostly timed itself there; idsbench's builds read lfence;rdtsc.
 
 Measured here (2026-11-27, zeek_dcerpc_mapi.pcap, 5 loops at 1000 pps, 5 samples, still with upstream's
-cpuid;rdtsc;cpuid at 26.9 µs a read): see the closing note of issue 21 and docs/architecture.md ("Rule
-profiles"). With lfence;rdtsc the costliest ET category of that capture costs ~3% of the sensor's CPU: a
+cpuid;rdtsc;cpuid at 26.9 µs a read): see the closing note of issue 21 and docs/profiling.md ("Rule
+profiling"). With lfence;rdtsc the costliest ET category of that capture costs ~3% of the sensor's CPU: a
 saving that small is within this host's noise.
 """
 

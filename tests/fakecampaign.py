@@ -1,5 +1,5 @@
-"""Writes realistic fake campaign directories following docs/architecture.md ("Sample directory",
-"monitor.csv") for pure-logic tests of analysis, report and compare.
+"""Writes realistic fake campaign directories following docs/results.md ("The sample
+directory and campaign.json", "monitor.csv") for pure-logic tests of analysis, report and compare.
 
 Every sample gets its own replay start, its own stats-clock phase (`clock_offset_s`), optional clock
 drift and per-record timestamp jitter, so alignment on seconds-since-replay-start is really exercised.

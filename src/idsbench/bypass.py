@@ -4,7 +4,7 @@ capture method, and the settings a run uses written out.
 A leaf (imports only errors): the plan checks a spec's bypass values with it before anything starts, the
 Suricata adapter renders its config from `settings`.
 
-Modes (docs/architecture.md, "Capture methods", "Bypass"):
+Modes (docs/capture.md, "Bypass"):
 - "off": nothing bypassed (`stream.bypass: no`, Suricata's default);
 - "local": Suricata's stream engine bypass: once a flow's reassembly reaches `stream.reassembly.depth`
   (`stream.bypass: yes`), its further packets are still captured and decoded, then skipped

@@ -6,7 +6,7 @@ changed its AF_PACKET defaults).
 A leaf (imports only errors): the plan checks a spec's methods and options with it before anything
 starts, the engine adapters render their config from `effective_options`.
 
-Methods (docs/architecture.md, "Capture methods"):
+Methods (docs/capture.md):
 - Suricata: "af-packet" (TPACKET_V3, cluster_flow: the default), "af-packet-v2" (TPACKET_V2 with mmap),
   "af-xdp" (an XDP program redirects to an AF_XDP socket), "pcap" (libpcap);
 - Snort 3: its DAQ modules "afpacket" (the default) and "pcap" (idsbench's build of libdaq's: its

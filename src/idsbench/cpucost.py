@@ -1,6 +1,6 @@
 """The sensor's CPU time for one replay's packets — what `sensor_us_per_pkt` divides by the packets it
 processed — by three definitions, each a pure function of one sample's raw readings
-(`store.schema.SensorCostRecord`; issue 28 item 2, docs/architecture.md "Sensor cost per packet"):
+(`store.schema.SensorCostRecord`; issue 28 item 2, docs/cost.md):
 
 - "processing" (the one used): its cgroup's CPU from replay start to the end of its processing (the start
   of the quiet window that ended the drain: from there on it used no more than idle), nothing

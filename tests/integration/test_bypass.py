@@ -3,7 +3,7 @@ filter drops the elephants' packets past the stream depth in the driver — bypa
 interface — and the loss waterfall still closes exactly: sent = lost + bypassed + unprocessed + inspected,
 nothing unaccounted; the markers (in the requests, before the depth) are all still found. CPU per packet
 off vs xdp is recorded and printed (the direction is asserted only by the measurement in
-docs/architecture.md, "Bypass", not here: two samples cannot promise it).
+docs/capture.md, "Bypass", not here: two samples cannot promise it).
 
 Needs root, ip/ethtool/suricata (with eBPF support), clang/llc/libbpf-dev and the Suricata source tarball
 in ../shared/src (the bypass programs are built from it); under CI=true / IDSBENCH_STRICT=1 anything

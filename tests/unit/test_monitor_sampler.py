@@ -166,7 +166,7 @@ def test_real_thread_stops_promptly(tmp_path: Path) -> None:
 
 
 def test_standard_header_is_stable(tmp_path: Path) -> None:
-    """The documented monitor.csv header (docs/architecture.md), in order."""
+    """The documented monitor.csv header (docs/results.md), in order."""
     ncpu = sum(1 for line in open("/proc/stat") if line.startswith("cpu") and line[3].isdigit())
     net = [f"{lbl}_{f}" for lbl in ("sender", "sensor")
            for f in ("rx_pkts", "rx_bytes", "rx_dropped", "tx_pkts", "tx_bytes", "tx_dropped")]

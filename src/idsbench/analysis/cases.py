@@ -76,7 +76,7 @@ def host_was_noisy(campaign: Campaign) -> bool:
 
 def case_table(campaign: Campaign, groups: list[CaseSamples] | None = None, *,
                cv_threshold: float = DEFAULT_CV_THRESHOLD, level: float = REQUESTED_LEVEL) -> list[CaseResult]:
-    """One CaseResult per case (docs/architecture.md "Results"); `groups`: its case_samples, if at hand."""
+    """One CaseResult per case (docs/results.md, "Analysis"); `groups`: its case_samples, if at hand."""
     return [with_engine_figures(campaign, cs, case_result(cs, cv_threshold, level), level)
             for cs in (case_samples(campaign) if groups is None else groups)]
 

@@ -1,7 +1,7 @@
 """Effect sizes that can say "no difference": the ratio of two medians with its bootstrap CI, judged
 against a smallest effect worth reporting (`min_effect_pct`, default 2%).
 
-Method (docs/architecture.md, "Results"): the effect is median(contender) / median(base) − 1, in
+Method (docs/compare.md, "Effect sizes"): the effect is median(contender) / median(base) − 1, in
 percent; its CI is the percentile bootstrap of that ratio (each side resampled with replacement,
 `ROUNDS` rounds, a fixed seed: the same samples always give the same CI; a side of more than
 `stats.LARGE_N` values draws its medians from their normal approximation instead). Verdicts, with m =

@@ -1,4 +1,4 @@
-"""What each rule costs (docs/architecture.md, "Rule profiling"): per case and rule, the medians over the
+"""What each rule costs (docs/profiling.md, "Rule profiling"): per case and rule, the medians over the
 ok samples of the profiler's figures (`idsbench results DIR --rules`, the report's "Costliest rules"),
 and the cost per rule file / ET category.
 
@@ -22,7 +22,7 @@ samples). Suricata brackets each check with that read, so each interval holds ab
 cpuid;rdtsc;cpuid (probe.json `timers.cpuid_rdtsc_ns`): where cpuid traps (a VM: 7-35 µs a read) the clock is
 most of the raw figure and ranking by raw ticks follows the checks; idsbench's builds read lfence;rdtsc;lfence
 (scripts/patches, `timers.lfence_rdtsc_ns`, ~50 ns), which no hypervisor traps (measured:
-docs/architecture.md, "Rule profiling"). Where the clock's cost is not
+docs/profiling.md, "Rule profiling"). Where the clock's cost is not
 known (no probe figure, no TSC rate, Snort's µs from a steady clock) `ticks_net` is None and the rank is by
 `ticks_total`; `RuleRow.ranked_by` says which.
 

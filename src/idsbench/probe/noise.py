@@ -28,9 +28,9 @@ PROC_STAT = Path("/proc/stat")
 CPUFREQ = Path("/sys/devices/system/cpu")
 CHUNK_S = 0.01          # one timed chunk of work (the 10-ms figure)
 MIN_PIECE_S = 1.0       # the trial scale is at least this long (the "at least 1 s")
-# Longer trials are measured at this scale: the loop's CV falls as pieces grow (docs/architecture.md,
-# "Noise guard"), so the CV of 2-s pieces never calls a longer trial quieter than it is, and the probe
-# stays ≤ PIECES × MAX_PIECE_S seconds.
+# Longer trials are measured at this scale: the loop's CV falls as pieces grow (docs/noise.md), so the CV
+# of 2-s pieces never calls a longer trial quieter than it is, and the probe stays ≤ PIECES × MAX_PIECE_S
+# seconds.
 MAX_PIECE_S = 2.0
 PIECES = 6              # pieces of the trial's length timed in all (shared by the CPUs measured)
 WINDOW_STEPS = 10       # sliding windows start every 1/WINDOW_STEPS of a piece

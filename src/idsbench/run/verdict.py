@@ -1,6 +1,6 @@
 """A sample's verdict from what was recorded (pure: unit-tested with recorded inputs).
 
-Statuses (docs/architecture.md, "Sample verdicts"):
+Statuses (docs/sample.md, "Sample verdicts"):
 - `ok`          every check passed; only ok samples enter medians.
 - `invalid`     the accounting does not add up (the reason names the equation and both sides), or the
                 sensor received nothing while the packets vanished where the host cannot count.

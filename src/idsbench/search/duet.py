@@ -1,5 +1,5 @@
-"""The duet search: both sides' NDR (and PDRs) from trials that feed both (docs/architecture.md,
-"Duet", "The duet search").
+"""The duet search: both sides' NDR (and PDRs) from trials that feed both (docs/duet.md,
+"The duet search").
 
 One duet trial replays the load once into both running sensors (run/duet/session.py `DuetSession.trial`); each
 side's forwarded count comes from its own counters and waterfall (search/measure.py `trial_record`,

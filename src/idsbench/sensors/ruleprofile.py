@@ -1,4 +1,4 @@
-"""Per-rule cost: the profiler's figures per sample, and what each sid is (docs/architecture.md, "Rule profiling").
+"""Per-rule cost: the profiler's figures per sample, and what each sid is (docs/profiling.md, "Rule profiling").
 
 Two profilers feed one series file, `rule_profile.csv` (store/rule_profile.py), written by the sample's
 collection (`collect_sample`):

@@ -1,7 +1,7 @@
 """Duet mode, the spec's side: which axes may differ side by side (`SIDE_AXES`, the one place they are
 declared), which may not, and the check that refuses a duet spec that cannot run (at load:
 `spec.load`). How the cases pair into sides a and b is the plan's (`plan.duet_pairs`). See
-docs/architecture.md, "Duet".
+docs/duet.md.
 
 A duet runs two sensors at the same time on the same packets (one replay mirrored to both) and judges
 their cost ratio b/a. Exactly one axis of `SIDE_AXES` has two values — its values are sides a and b, in

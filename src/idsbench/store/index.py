@@ -6,7 +6,7 @@ Parquet series (`<campaign>/series/*.parquet`). Indexing reads summary.json, cou
 monitor.csv only, never eve.json (except for a sample whose summary has no counters). A campaign
 is re-indexed only when its digest (names, sizes, mtimes of those files) changed. The analysis is
 passed in (`analyse`, see analysis.publish): the store depends on the results schema only.
-See docs/architecture.md, "Result store".
+See docs/compare.md, "The result store".
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Rows of the result-store tables, built from an analysed campaign (no raw eve.json needed).
 
-Column lists here are the schema of `index.duckdb` (docs/architecture.md, "Result store").
+Column lists here are the schema of `index.duckdb` (docs/compare.md, "The result store").
 """
 
 from __future__ import annotations

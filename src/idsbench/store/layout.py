@@ -1,4 +1,4 @@
-"""Where things live in a campaign directory (docs/architecture.md, "Sample directory").
+"""Where things live in a campaign directory (docs/results.md, "The sample directory and campaign.json").
 
 Every file name of the results layout is declared here and nowhere else.
 """

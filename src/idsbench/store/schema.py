@@ -21,7 +21,7 @@ from idsbench.store.waterfall import Waterfall
 
 SUMMARY_SCHEMA = 3  # 3: `phases` (the sample's timeline)
 
-# A sample's verdict (docs/architecture.md, "Sample verdicts"). Only `ok` samples enter medians.
+# A sample's verdict (docs/sample.md, "Sample verdicts"). Only `ok` samples enter medians.
 Status = Literal["ok", "invalid", "failed", "oom", "incomplete"]
 STATUSES: tuple[Status, ...] = ("ok", "invalid", "failed", "oom", "incomplete")
 _OLD_STATUS: dict[str, Status] = {"sensor-failed": "failed", "replay-failed": "failed"}
@@ -243,7 +243,7 @@ class ProfileRecord(Record):
 
 
 # A sample's timeline, in order; every second of its wall time lies in exactly one of them
-# (docs/architecture.md "Runner"). A warm search trial has setup (its preparation), replay, drain, analysis.
+# (docs/sample.md, "The runner"). A warm search trial has setup (its preparation), replay, drain, analysis.
 PHASES = ("setup", "sensor_start", "ready", "replay", "drain", "stop", "teardown", "analysis")
 
 

@@ -1,5 +1,4 @@
-"""Duet mode on this machine: two sensors side by side on one mirrored replay (docs/architecture.md,
-"Duet"). An empty face: import the module you need.
+"""Duet mode on this machine: two sensors side by side on one mirrored replay (docs/duet.md). An empty face: import the module you need.
 
 - `place.py`: where each side runs (CPUs, quotas) and the slot swap between samples; pure;
 - `session.py`: `DuetSession`, both sensors open around the shared wire, mirror and monitor; one

@@ -8,7 +8,7 @@ Each sensor runs in its own cgroup with identical limits. Placements:
   the side that started first dropped 45,124 of 400,000 packets in one of six samples at 50k pps).
 With three or more CPUs the sender keeps the first (as a single sample's `split_cpus`) and the sensors
 split the rest. With two, the placement is chosen by measurement (benchmarks/bench_duet.py, the A/A
-ratio's CI width; docs/architecture.md "Duet"): `TWO_CPU_DEFAULT`. `shared` there = sender on CPU 0,
+ratio's CI width; docs/duet.md): `TWO_CPU_DEFAULT`. `shared` there = sender on CPU 0,
 both sensors on CPU 1; `split` = one CPU each, the sender floating over both (measured: the native
 sender's spinning SCHED_FIFO threads starve the sensor that shares their CPU — not one sample exact).
 

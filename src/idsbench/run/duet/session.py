@@ -1,5 +1,5 @@
 """Two sensors side by side on one mirrored replay: the duet's session and its trial
-(docs/architecture.md, "Duet").
+(docs/duet.md).
 
     with stack:
         duet = DuetSession(ctx, pair, index, dirs, pair_dir, deps, stack, name)

@@ -1,4 +1,4 @@
-"""Suricata builds as an engine axis: `sensor.engine = "suricata@8.0.6+profiling"` (docs/architecture.md,
+"""Suricata builds as an engine axis: `sensor.engine = "suricata@8.0.6+profiling"` (docs/engines.md,
 "Sensor builds").
 
 An engine name is `suricata[@<version or source path>][+option...]`:
