@@ -5,6 +5,7 @@ product in `plan.py`. Unknown keys are errors (a typo must not silently fall bac
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -317,12 +318,18 @@ class Sensor(_Frozen):
 
     def overrides(self, engine: str = "suricata") -> dict[str, str]:
         """`engine`'s settings as strings (booleans as yes/no): the plain keys, then its own table."""
-        out: dict[str, str] = {}
-        own = self.set.get(engine)
-        plain = {k: v for k, v in self.set.items() if not isinstance(v, dict)}
-        for key, value in [*plain.items(), *(own.items() if isinstance(own, dict) else ())]:
-            out[key] = ("yes" if value else "no") if isinstance(value, bool) else str(value)
-        return out
+        return engine_overrides(self.set, engine)
+
+
+def engine_overrides(table: Mapping[str, Scalar | Mapping[str, Scalar]], engine: str) -> dict[str, str]:
+    """`engine`'s settings of a `sensor.set` table as strings (booleans as yes/no): the plain keys, then
+    the engine's own table, which wins."""
+    out: dict[str, str] = {}
+    own = table.get(engine)
+    plain = {k: v for k, v in table.items() if not isinstance(v, Mapping)}
+    for key, value in [*plain.items(), *(own.items() if isinstance(own, Mapping) else ())]:
+        out[key] = ("yes" if value else "no") if isinstance(value, bool) else str(value)
+    return out
 
 
 def _no_limit() -> list[Any]:
@@ -569,5 +576,10 @@ class Spec(_Frozen):
 
     def resolve_path(self, ref: str) -> Path:
         """A file reference from the spec, relative to the spec file's directory."""
-        path = Path(ref).expanduser()
-        return path if path.is_absolute() else (self.base_dir / path)
+        return resolve_ref(self.base_dir, ref)
+
+
+def resolve_ref(base_dir: Path, ref: str) -> Path:
+    """A file reference of a spec whose file is in `base_dir` (absolute, `~` or relative to it)."""
+    path = Path(ref).expanduser()
+    return path if path.is_absolute() else (base_dir / path)
