@@ -236,6 +236,12 @@ def duet_pairs(cases: Sequence[Case]) -> list[DuetPair]:
     return out
 
 
+def axis_values(cases: Sequence[Case], field: str) -> list[Any]:
+    """The values one Case field takes over `cases`, each once, in plan order (the spec's order of that
+    axis: `plan` expands every axis in the order written)."""
+    return list(dict.fromkeys(getattr(c, field) for c in cases))
+
+
 def interleaved_rounds(cases: list[Case], seed: int | None = None) -> list[list[tuple[Case, Sample]]]:
     """Round k = sample k of every case (that has one); with a seed, the cases of each round in a random
     order drawn from it (RMIT: Abedi & Brecht, ICPE 2017), the same order for the same seed and cases."""

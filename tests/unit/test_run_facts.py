@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from idsbench.campaign_settings import campaign_settings
 from idsbench.errors import SpecError
 from idsbench.hosts.prepare import check_hosts_spec
 from idsbench.hosts.protocol import RemoteCampaign
@@ -30,6 +31,7 @@ from idsbench.sensors import registry
 from idsbench.spec import Spec, spec_from_dict
 from idsbench.store.layout import CampaignDir
 from idsbench.store.schema import TraceRecord
+from tests.unit.test_run_sample import SpecContext
 
 TRACE = TraceRecord(ref="t.pcap", path="/nonexistent/t.pcap", sha256="0" * 64, packets=100, bytes=60_000,
                     duration_s=1.0, max_frame=600)
@@ -89,9 +91,10 @@ def _ctx(tmp_path: Path, **spec: object) -> CampaignContext:
     s = spec_from_dict({"name": "x", "traffic": {"traces": ["t.pcap"], "rate": {"pps": 1000}}, **spec},
                        base_dir=tmp_path)
     engine = FakeEngine()
-    options = engine_options(s, "suricata", engine, lambda ref: str(s.resolve_path(ref)))  # type: ignore[arg-type]
+    options = engine_options(campaign_settings(s).sensor, "suricata", engine,  # type: ignore[arg-type]
+                             lambda ref: str(s.resolve_path(ref)))
     overlays = {c: s.resolve_path(c) for c in s.sensor.overlays()}
-    return CampaignContext(spec=s, layout=CampaignDir(tmp_path / "c"), state_dir=tmp_path, cache_dir=tmp_path,
+    return SpecContext(settings=campaign_settings(s), spec=s, layout=CampaignDir(tmp_path / "c"), state_dir=tmp_path, cache_dir=tmp_path,
                            engines={"suricata": engine}, engine_versions={"suricata": "7.0.10"},  # type: ignore[dict-item]
                            options=options, traces={"t.pcap": TRACE}, overlays=overlays)
 

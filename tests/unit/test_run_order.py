@@ -20,7 +20,7 @@ DOC = {"name": "x", "samples": 6, "traffic": {"traces": ["builtin:mixed"], "repl
 def test_more_than_one_case_runs_interleaved_in_seeded_random_rounds():
     spec = spec_from_dict(DOC)
     cases = plan(spec)
-    record = decide_order(spec, cases, None, seed=12345)
+    record = decide_order(spec.order, cases, None, seed=12345)
     assert record.order == "interleaved" and record.seed == 12345 and len(record.rounds) == 6
     ids = {c.case_id for c in cases}
     assert all(set(r) == ids for r in record.rounds)  # every case once per round
@@ -29,33 +29,33 @@ def test_more_than_one_case_runs_interleaved_in_seeded_random_rounds():
     assert [c.case_id for c, _ in ran] == [i for r in record.rounds for i in r]  # what runs is what is recorded
     assert [s.index for _, s in ran] == [k for k in range(6) for _ in range(3)]
     assert [[c.case_id for c, _ in r] for r in interleaved_rounds(cases, 12345)] == [list(r) for r in record.rounds]
-    fresh = decide_order(spec, cases, None)
+    fresh = decide_order(spec.order, cases, None)
     assert fresh.seed is not None and fresh.order == "interleaved"
 
 
 def test_one_case_or_one_sample_each_runs_case_by_case():
     one_case = spec_from_dict({**DOC, "traffic": {"traces": ["builtin:mixed"], "replayers": [1]}})
-    assert decide_order(one_case, plan(one_case), None) == RunOrderRecord(order="cases")
+    assert decide_order(one_case.order, plan(one_case), None) == RunOrderRecord(order="cases")
     one_sample = spec_from_dict({**DOC, "samples": 1})  # a search plans one sample per case
-    assert decide_order(one_sample, plan(one_sample), None).order == "cases"
+    assert decide_order(one_sample.order, plan(one_sample), None).order == "cases"
     asked = spec_from_dict({**DOC, "order": "cases"})
-    assert decide_order(asked, plan(asked), None) == RunOrderRecord(order="cases")
+    assert decide_order(asked.order, plan(asked), None) == RunOrderRecord(order="cases")
 
 
 def test_a_resumed_campaign_keeps_its_recorded_order_and_an_older_one_what_it_meant():
     spec = spec_from_dict(DOC)
     cases = plan(spec)
-    recorded = decide_order(spec, cases, None, seed=99)
+    recorded = decide_order(spec.order, cases, None, seed=99)
     doc = CampaignDoc.model_validate(CampaignDoc(spec=spec.model_dump(mode="json"), order=recorded).to_json())
-    assert decide_order(spec, cases, doc) == recorded
+    assert decide_order(spec.order, cases, doc) == recorded
     # made before the order was recorded, by a spec without `order`: it ran case by case and still does
     old = CampaignDoc(spec=spec.model_dump(mode="json"))
-    assert decide_order(spec, cases, old) == RunOrderRecord(order="cases")
+    assert decide_order(spec.order, cases, old) == RunOrderRecord(order="cases")
     # an older campaign whose spec said "interleaved": plain round-robin, as it ran
     old_interleaved = CampaignDoc(spec={**spec.model_dump(mode="json"), "order": "interleaved"})
-    assert decide_order(spec, cases, old_interleaved) == RunOrderRecord(order="interleaved", seed=None)
+    assert decide_order(spec.order, cases, old_interleaved) == RunOrderRecord(order="interleaved", seed=None)
     with pytest.raises(SpecError, match="order 'cases'.*asks for 'interleaved'"):
-        decide_order(spec_from_dict({**DOC, "order": "interleaved"}), cases, old)
+        decide_order(spec_from_dict({**DOC, "order": "interleaved"}).order, cases, old)
 
 
 @pytest.mark.parametrize("stored_order", [None, "cases", "interleaved"])
@@ -73,4 +73,4 @@ def test_an_older_campaign_resumes_with_the_same_spec_file(tmp_path, stored_orde
                                                    "cases": []})
     check_resume(CampaignDir(tmp_path), tmp_path, spec.model_dump(mode="json"), True)  # no SpecError
     doc = read_campaign_doc(tmp_path)
-    assert decide_order(spec, plan(spec), doc).order == (stored_order or "cases")
+    assert decide_order(spec.order, plan(spec), doc).order == (stored_order or "cases")

@@ -15,6 +15,7 @@ from typing import ClassVar
 
 import pytest
 
+from idsbench.campaign_settings import campaign_settings
 from idsbench.errors import EnvironmentMissing, SensorFailed
 from idsbench.monitor.netdev import IfCounters
 from idsbench.plan import plan
@@ -28,7 +29,7 @@ from idsbench.run.session import SensorSession
 from idsbench.run.verdict import ReplayerFacts
 from idsbench.sensors.base import CounterPoint, Counters, EventLogIntegrity, SensorOptions
 from idsbench.setups.base import SetupRequest
-from idsbench.spec import spec_from_dict
+from idsbench.spec import Spec, spec_from_dict
 from idsbench.store.campaigndoc import CampaignDoc
 from idsbench.store.layout import CampaignDir
 from idsbench.store.reader import load_campaign
@@ -292,6 +293,14 @@ def _snapshot(script: Script, clock: FakeClock):
     return snap
 
 
+@dataclass
+class SpecContext(CampaignContext):
+    """The runner's context (which holds no spec), keeping the spec it was made from for the tests to plan
+    and to start campaigns with."""
+
+    spec: Spec | None = None
+
+
 def world(tmp_path: Path, script: Script, replayers: int = 1, samples: int = 1,
           **spec: object) -> tuple[CampaignContext, SampleDeps, FakeClock]:
     EVENTS.clear()
@@ -300,7 +309,7 @@ def world(tmp_path: Path, script: Script, replayers: int = 1, samples: int = 1,
                                                            "rate": {"pps": 100}, "sender": "tcpreplay"}, **spec}
     s = spec_from_dict(doc, base_dir=tmp_path)
     engine = FakeEngine(script, clock)
-    ctx = CampaignContext(spec=s, layout=CampaignDir(tmp_path / "c"), state_dir=tmp_path / "state",
+    ctx = SpecContext(settings=campaign_settings(s), spec=s, layout=CampaignDir(tmp_path / "c"), state_dir=tmp_path / "state",
                           cache_dir=tmp_path / "cache", engines={"suricata": engine},  # type: ignore[dict-item]
                           engine_versions={"suricata": "9.9"}, options={"suricata": SensorOptions()},
                           traces={"t.pcap": TRACE})

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from idsbench.campaign_settings import campaign_settings
 from idsbench.run.context import CampaignContext
 from idsbench.run.session import SampleDeps
 from idsbench.search import mlr
@@ -31,7 +32,7 @@ class FormulaSensor(Measurer):
 
     def __init__(self, loads: mlr.LoadMap, formula: Formula, max_trials: int, note: Callable[[str], None]):
         spec = Spec(name="t", search={"max_trials": max_trials})
-        ctx = CampaignContext(spec=spec, layout=CampaignDir(Path("/nonexistent")), state_dir=Path("/nonexistent"),
+        ctx = CampaignContext(settings=campaign_settings(spec), layout=CampaignDir(Path("/nonexistent")), state_dir=Path("/nonexistent"),
                               cache_dir=Path("/nonexistent"), engines={}, engine_versions={}, options={})
         axis = Axis(loads.axis, "x", case=None, low=loads.low, high=loads.high)  # type: ignore[arg-type]
         super().__init__(ctx, None, SampleDeps(), axis, Path("/nonexistent"), warm=False, note=note)  # type: ignore[arg-type]

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from idsbench.accounting import waterfall_of
+from idsbench.campaign_settings import campaign_settings
 from idsbench.search import mlr
 from idsbench.search import run as search_run
 from idsbench.search.axis import Axis
@@ -137,7 +138,7 @@ def fake_search(monkeypatch, tmp_path):
     monkeypatch.setattr(search_run, "case_facts", lambda ctx, case, available: SimpleNamespace(allocation=1.0))
     monkeypatch.setattr(CaseSearch, "_verify", lambda self, axis, results: [])
     spec = spec_from_dict({"name": "x", "search": {"repeats": 2, "trial_s": 1}})
-    ctx = SimpleNamespace(spec=spec, layout=SimpleNamespace(root=tmp_path), state_dir=tmp_path)
+    ctx = SimpleNamespace(settings=campaign_settings(spec), layout=SimpleNamespace(root=tmp_path), state_dir=tmp_path)
     deps = SimpleNamespace(make_stack=lambda _d: contextlib.nullcontext(), available_cpus=lambda: [0])
     case = SimpleNamespace(case_id="c0", setup="baremetal", engine="suricata", capture=None)
     return ctx, case, deps

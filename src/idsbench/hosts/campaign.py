@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from idsbench import settings
+from idsbench.campaign_settings import CampaignSettings, campaign_settings
 from idsbench.errors import EnvironmentMissing, IdsbenchError
 from idsbench.hosts import hostkeys
 from idsbench.hosts.assign import assign, check_pooling
@@ -78,7 +79,7 @@ def run_on_hosts(spec: Spec, out_dir: Path, *, resume: bool = False, progress: P
                  state_dir: Path | None = None, cache_dir: Path | None = None, name_prefix: str | None = None,
                  become_password: str | None = None) -> HostsResult:
     check_hosts_spec(spec)  # every axis and section the hosts runner cannot run: a SpecError before anything
-    cases = plan(spec)
+    cases, resolved = plan(spec), campaign_settings(spec)
     inv = hosts_inventory(spec)
     pairs = inv.pairs()
     known = known_hosts_file(spec, inv)
@@ -86,9 +87,9 @@ def run_on_hosts(spec: Spec, out_dir: Path, *, resume: bool = False, progress: P
     layout = CampaignDir(out_dir)
     spec_doc: dict[str, object] = spec.model_dump(mode="json")
     check_resume(layout, out_dir, spec_doc, resume)
-    order = decide_order(spec, cases, read_campaign_doc(out_dir) if layout.campaign_file.exists() else None)
+    order = decide_order(resolved.order, cases, read_campaign_doc(out_dir) if layout.campaign_file.exists() else None)
     cache = cache_dir or settings.cache_dir()
-    traces = resolve_traces(spec, cache)
+    traces = resolve_traces(resolved, cases, cache)
     assert spec.hosts is not None
     assignment, moves = assign(cases, pairs, layout)
     uploads = CampaignUploads(spec, traces, cases, key=uuid.uuid4().hex[:12],
@@ -98,7 +99,7 @@ def run_on_hosts(spec: Spec, out_dir: Path, *, resume: bool = False, progress: P
     result = HostsResult()
     # One teardown stack per pair: each is used by its pair's thread only (the stack is not thread-safe).
     stacks = {p.name: TeardownStack(state_dir=state_dir or settings.state_dir()) for p in pairs}
-    runners = {p.name: _runner(p, layout, spec, traces, stacks[p.name], uploads, known, become_password, cases,
+    runners = {p.name: _runner(p, layout, resolved.name, traces, stacks[p.name], uploads, known, become_password, cases,
                                assignment) for p in pairs}
     try:
         hellos, warnings = _prepare(runners, layout, resume)
@@ -108,7 +109,7 @@ def run_on_hosts(spec: Spec, out_dir: Path, *, resume: bool = False, progress: P
             atomic.write_json(layout.campaign_file, _campaign_doc(spec, cases, traces, pairs, hellos,
                                                                  uploads, assignment, order).to_json())
         with progress:
-            _run_pairs(runners, cases, assignment, layout, order, progress, result, spec)
+            _run_pairs(runners, cases, assignment, layout, order, progress, result, resolved)
     finally:
         for runner in runners.values():
             runner.stopping.set()
@@ -133,7 +134,7 @@ def run_hosts_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progr
     return CampaignResult(out_dir, done.ran, done.skipped, done.failed, done.warnings)
 
 
-def _runner(pair: Pair, layout: CampaignDir, spec: Spec, traces: dict[str, TraceRecord], stack: TeardownStack,
+def _runner(pair: Pair, layout: CampaignDir, campaign: str, traces: dict[str, TraceRecord], stack: TeardownStack,
             uploads: CampaignUploads,
             known: Path, become_password: str | None, cases: list[Case], assignment: dict[str, Pair]) -> PairRunner:
     mine = tuple(c.case_id for c in cases if assignment[c.case_id].name == pair.name)
@@ -149,7 +150,7 @@ def _runner(pair: Pair, layout: CampaignDir, spec: Spec, traces: dict[str, Trace
             raise
         return link
 
-    return PairRunner(pair=pair, layout=layout, campaign=spec.name, traces=traces, stack=stack, opener=opener)
+    return PairRunner(pair=pair, layout=layout, campaign=campaign, traces=traces, stack=stack, opener=opener)
 
 
 def _prepare(runners: dict[str, PairRunner], layout: CampaignDir,
@@ -190,9 +191,9 @@ def _prepare(runners: dict[str, PairRunner], layout: CampaignDir,
 
 
 def _run_pairs(runners: dict[str, PairRunner], cases: list[Case], assignment: dict[str, Pair], layout: CampaignDir,
-               order: RunOrderRecord, progress: Progress, result: HostsResult, spec: Spec) -> None:
+               order: RunOrderRecord, progress: Progress, result: HostsResult, resolved: CampaignSettings) -> None:
     lock = threading.Lock()
-    timeout_s = spec.sensor.ready_timeout_s + sum(spec.timing.model_dump().values())
+    timeout_s = resolved.sensor.ready_timeout_s + sum(resolved.timing.model_dump().values())
     crashed: list[BaseException] = []
 
     def work(runner: PairRunner) -> None:

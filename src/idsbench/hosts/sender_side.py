@@ -14,6 +14,7 @@ import os
 import shutil
 
 from idsbench import native
+from idsbench.campaign_settings import campaign_settings
 from idsbench.errors import EnvironmentMissing, IdsbenchError
 from idsbench.hosts.protocol import AgentChannel, AgentEnv, RemoteCampaign, ReplayArgs, ReplayDone, Request, SenderOpened, list_files
 from idsbench.monitor import HostCpu, HostMemory, NetDevSource, Sampler, Softnet, Source
@@ -35,12 +36,13 @@ class SenderSide:
             raise EnvironmentMissing(f"the transmit interface {agent.iface!r} does not exist on sender host {agent.name}.",
                                      fix="set idsbench_transmit_interface to an interface of the sender host.")
         self.agent, self.iface = agent, agent.iface
-        self.spec = rc.load_spec()
-        self.cases = {c.case_id: c for c in plan(self.spec)}
+        spec = rc.load_spec()
+        self.cases = {c.case_id: c for c in plan(spec)}
+        self.settings = campaign_settings(spec)
         traces = {ref: record.model_copy(update={"path": str(agent.path(record.path))})
                   for ref, record in rc.traces.items()}
         self.run_dir = agent.path(f"runs/{rc.key}")
-        self.ctx = CampaignContext(spec=self.spec, layout=CampaignDir(self.run_dir), state_dir=agent.state_dir,
+        self.ctx = CampaignContext(settings=self.settings, layout=CampaignDir(self.run_dir), state_dir=agent.state_dir,
                                    cache_dir=agent.cache_dir, engines={}, engine_versions={}, options={},
                                    traces=traces, name_prefix=rc.name_prefix)
         copies = 0
@@ -68,7 +70,7 @@ class SenderSide:
                                      "", tuple(sorted(os.sched_getaffinity(0))), out_dir, timeout_s,
                                      tuple(group.procs_files))
             sources: list[Source] = [HostCpu(), HostMemory(), Softnet(), NetDevSource("sender", os.getpid(), self.iface)]
-            monitor = Sampler(out_dir / SENDER_MONITOR_FILE, float(self.spec.sensor.stats_interval_s),
+            monitor = Sampler(out_dir / SENDER_MONITOR_FILE, float(self.settings.sensor.stats_interval_s),
                               sources + ([group.source] if group.source else []))
             monitor.start()
             try:

@@ -19,6 +19,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from idsbench.campaign_settings import campaign_settings
 from idsbench.errors import EnvironmentMissing, IdsbenchError, SpecError
 from idsbench.hosts.prepare import check_hosts_spec
 from idsbench.hosts.protocol import (
@@ -40,7 +41,7 @@ from idsbench.hosts.protocol import (
 from idsbench.monitor import Sampler, Source, standard_sources
 from idsbench.monitor.netdev import IfCounters
 from idsbench.monitor.sensor import CgroupStats
-from idsbench.plan import Case, plan
+from idsbench.plan import Case, axis_values, plan
 from idsbench.proc import Supervisor
 from idsbench.run.context import CampaignContext
 from idsbench.run.drain import WireSnapshot, iface_counters, softnet_counts
@@ -50,6 +51,7 @@ from idsbench.run.sample import SampleRun
 from idsbench.run.session import Monitor, SampleDeps, SenderGroup
 from idsbench.sensors import registry
 from idsbench.sensors.base import SensorEngine, SensorOptions
+from idsbench.spec import DEFAULT_CONFIG
 from idsbench.store.layout import CampaignDir
 from idsbench.wire.netns import ETH_HEADER, WireEnds
 
@@ -105,26 +107,28 @@ class SensorSide:
             raise EnvironmentMissing(f"sensor host {agent.name} has no capture interface.",
                                      fix="set idsbench_capture_interface in the inventory.")
         self.agent, self.iface, self.peer = agent, agent.iface, rc.peer_interface or "peer"
-        self.spec = rc.load_spec()
-        check_hosts_spec(self.spec)  # the controller checked it too: what this side cannot run is a SpecError
-        self.cases = {c.case_id: c for c in plan(self.spec)}
+        spec = rc.load_spec()
+        check_hosts_spec(spec)  # the controller checked it too: what this side cannot run is a SpecError
+        cases = plan(spec)
+        self.cases = {c.case_id: c for c in cases}
+        settings = campaign_settings(spec)
         # the spec's rule references -> the copies the controller uploaded (RemoteCampaign.rules, in order)
-        uploaded = dict(zip(self.spec.sensor.rules, rc.rules, strict=False))
+        uploaded = dict(zip(settings.sensor.rules, rc.rules, strict=False))
         engines: dict[str, SensorEngine] = {}
         options: dict[str, SensorOptions] = {}
         info: dict[str, EngineInfo] = {}
-        for name in self.spec.sensor.engine:
+        for name in axis_values(cases, "engine"):
             engine = registry.engine(name)
             engine.require()
             engines[name] = engine
-            mine = engine_options(self.spec, name, engine, lambda ref: str(agent.path(uploaded.get(ref, ref))))
+            mine = engine_options(settings.sensor, name, engine, lambda ref: str(agent.path(uploaded.get(ref, ref))))
             options.update(mine)
             info[name] = EngineInfo.model_validate({"version": engine.version(), "build_info": engine.build_info(),
                                                     "rules": [str(p) for o in mine.values() for p in o.rules]})
-        overlays = self.spec.sensor.overlays()
+        overlays = [c for c in axis_values(cases, "config") if c != DEFAULT_CONFIG]
         traces = dict(rc.traces)
         self.ctx = RemoteSensorContext(
-            spec=self.spec, layout=CampaignDir(agent.path(f"runs/{rc.key}")), state_dir=agent.state_dir,
+            settings=settings, layout=CampaignDir(agent.path(f"runs/{rc.key}")), state_dir=agent.state_dir,
             cache_dir=agent.cache_dir, engines=engines, engine_versions={n: i.version for n, i in info.items()},
             options=options, traces=traces, name_prefix=rc.name_prefix,
             overlays={overlays[0]: agent.path(rc.config_overlay)} if overlays and rc.config_overlay else {},

@@ -1,17 +1,19 @@
-"""What every sample of a campaign shares: the spec, the resolved inputs, the sensor engines and their
-options per ruleset. What one case runs with on this host (CPUs, allocation, workers, its options) is
-built from it by `run/facts.py`."""
+"""What every sample of a campaign shares: its settings (`CampaignSettings`, resolved from the spec once;
+the context holds no spec), the resolved inputs, the sensor engines and their options per ruleset. What
+one case runs with on this host (CPUs, allocation, workers, its options) is built from it by
+`run/facts.py`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from idsbench import settings
+from idsbench import settings as env_settings
+from idsbench.campaign_settings import CampaignSettings
 from idsbench.plan import Case
 from idsbench.sensors.base import SensorEngine, SensorOptions
 from idsbench.sensors.rulesets import RuleSetLoad
-from idsbench.spec import DEFAULT_RULESET, Spec
+from idsbench.spec import DEFAULT_RULESET
 from idsbench.store.layout import CampaignDir
 from idsbench.store.schema import TraceRecord
 from idsbench.traffic.rewrite import distinct_copy
@@ -24,7 +26,7 @@ def options_key(engine: str, ruleset: str) -> str:
 
 @dataclass
 class CampaignContext:
-    spec: Spec
+    settings: CampaignSettings
     layout: CampaignDir
     state_dir: Path
     cache_dir: Path
@@ -33,7 +35,7 @@ class CampaignContext:
     options: dict[str, SensorOptions]             # per options_key (engine, ruleset): rules, overrides…
     traces: dict[str, TraceRecord] = field(default_factory=dict)
     rule_loads: dict[str, tuple[RuleSetLoad, ...]] = field(default_factory=dict)  # per engine: the share loaded
-    name_prefix: str = field(default_factory=settings.name_prefix)
+    name_prefix: str = field(default_factory=env_settings.name_prefix)
     warnings: list[str] = field(default_factory=list)  # found before the first sample (host traps…)
     overlays: dict[str, Path] = field(default_factory=dict)  # sensor.config name -> overlay file
     sender_here: bool = True  # the replayers run on this host (False: a [hosts] sensor host)

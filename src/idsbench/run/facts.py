@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from idsbench import capture
+from idsbench.campaign_settings import CampaignSettings, SensorSettings
 from idsbench.plan import Case
 from idsbench.run.context import CampaignContext, options_key
 from idsbench.sensors.base import SensorEngine, SensorOptions
 from idsbench.sensors.rulesets import RuleSetLoad
-from idsbench.spec import AUTO_THREADS, DEFAULT_CONFIG, Spec
+from idsbench.spec import AUTO_THREADS, DEFAULT_CONFIG
 
 
 @dataclass(frozen=True)
@@ -98,25 +99,25 @@ def case_options(ctx: CampaignContext, case: Case) -> SensorOptions:
     return dataclasses.replace(opts, config_overlay=ctx.overlays.get(case.config, opts.config_overlay))
 
 
-def capture_method(case: Case, spec: Spec) -> str:
+def capture_method(case: Case, settings: CampaignSettings) -> str:
     """The capture method `case` runs (its axis value, else the engine's default: capture.method_of)."""
-    return capture.method_of(case.engine, case.capture, spec.sensor.capture_method)
+    return capture.method_of(case.engine, case.capture, settings.sensor.capture_method)
 
 
-def with_capture(options: SensorOptions, spec: Spec, case: Case) -> SensorOptions:
-    """`options` with the case's capture method (`capture`; None: the engine's default) and the spec's
+def with_capture(options: SensorOptions, settings: CampaignSettings, case: Case) -> SensorOptions:
+    """`options` with the case's capture method (`capture`; None: the engine's default) and the campaign's
     `capture_options` that apply to it (idsbench.capture)."""
-    method = capture_method(case, spec)
-    opts = capture.options_for(method, spec.sensor.capture_options)
+    method = capture_method(case, settings)
+    opts = capture.options_for(method, settings.sensor.capture_options)
     return dataclasses.replace(options, capture=case.capture, capture_options=tuple(sorted(opts.items())),
                                bypass=case.bypass)
 
 
 def case_facts(ctx: CampaignContext, case: Case, available: Sequence[int]) -> RunFacts:
     """The run facts of `case` on a host whose usable CPUs are `available` (`SampleDeps.available_cpus`)."""
-    cpus = place_cpus(available, ctx.spec.setup.cpuset, sender_here=ctx.sender_here)
+    cpus = place_cpus(available, ctx.settings.setup.cpuset, sender_here=ctx.sender_here)
     workers = worker_threads(case.threads, case.cpus, len(cpus.sensor))
-    options = with_capture(dataclasses.replace(case_options(ctx, case), threads=workers), ctx.spec, case)
+    options = with_capture(dataclasses.replace(case_options(ctx, case), threads=workers), ctx.settings, case)
     paths = [*options.rules, *ctx.engine(case).host_paths()]
     if options.config_overlay is not None:
         paths.append(options.config_overlay)
@@ -125,15 +126,15 @@ def case_facts(ctx: CampaignContext, case: Case, available: Sequence[int]) -> Ru
                     rule_loads=ctx.rule_loads.get(options_key(case.engine, case.rules), ()))
 
 
-def engine_options(spec: Spec, name: str, engine: SensorEngine,
+def engine_options(sensor: SensorSettings, name: str, engine: SensorEngine,
                    locate: Callable[[str], str]) -> dict[str, SensorOptions]:
-    """The options of engine `name` (as the spec names it) for every ruleset of the spec (`options_key`
+    """The options of engine `name` (as the spec names it) for every ruleset of the campaign (`options_key`
     -> options, no overlay and no worker count: each case adds its own). `locate`: where a spec's rule
     reference is on this host (`builtin:` names pass through)."""
     out: dict[str, SensorOptions] = {}
-    for ruleset, refs in spec.rulesets_used().items():  # the rules axis and every trace's own rules
+    for ruleset, refs in sensor.rulesets.items():  # the rules axis and every trace's own rules
         found = [r if r.startswith("builtin:") else locate(r) for r in refs]
         out[options_key(name, ruleset)] = SensorOptions(
-            rules=tuple(engine.resolve_rules(found)), overrides=tuple(spec.sensor.overrides(engine.name).items()),
-            stats_interval_s=spec.sensor.stats_interval_s, capture_method=spec.sensor.capture_method)
+            rules=tuple(engine.resolve_rules(found)), overrides=tuple(sensor.overrides(engine.name).items()),
+            stats_interval_s=sensor.stats_interval_s, capture_method=sensor.capture_method)
     return out

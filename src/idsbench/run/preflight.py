@@ -1,4 +1,9 @@
-"""Everything checked before the first sample starts: one clear error instead of N failed samples."""
+"""Everything checked before the first sample starts: one clear error instead of N failed samples.
+
+`prepare_campaign` is where the spec is read: it plans the cases (`plan.plan`) and resolves the
+campaign's settings (`campaign_settings`) once; what it checks and resolves after that (traces, rules,
+overlays, engines) comes from those two, and the spec itself goes only to campaign.json (and the
+resume check, which compares its dump)."""
 
 from __future__ import annotations
 
@@ -9,8 +14,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from idsbench.campaign_settings import CampaignSettings, campaign_settings
 from idsbench.errors import EnvironmentMissing, InputError, SpecError
-from idsbench.plan import Case, plan
+from idsbench.plan import Case, axis_values, plan
 from idsbench.proc import require_program
 from idsbench.run.context import CampaignContext, options_key
 from idsbench.run.facts import engine_options, place_cpus
@@ -20,7 +26,7 @@ from idsbench.run.truth import ground_truths
 from idsbench.sensors import registry, rulesets
 from idsbench.sensors.base import SensorEngine, SensorOptions
 from idsbench.setups.registry import preflight as setup_preflight
-from idsbench.spec import DEFAULT_RULESET, Spec
+from idsbench.spec import DEFAULT_CONFIG, DEFAULT_RULESET, Spec
 from idsbench.store import atomic
 from idsbench.store.campaigndoc import (
     CampaignDoc,
@@ -51,10 +57,11 @@ def check_host() -> None:
         require_program(program)
 
 
-def resolve_traces(spec: Spec, cache_dir: Path) -> dict[str, TraceRecord]:
+def resolve_traces(settings: CampaignSettings, cases: Sequence[Case], cache_dir: Path) -> dict[str, TraceRecord]:
+    """Each trace the cases replay (by its reference in the spec) as found, read and checked."""
     traces = {}
-    for ref in spec.traffic.trace_refs():
-        source = ref if ref.startswith("builtin:") else str(spec.resolve_path(ref))
+    for ref in axis_values(cases, "trace"):
+        source = ref if ref.startswith("builtin:") else str(settings.resolve_path(ref))
         path = resolve_trace(source, cache_dir)
         info = read_info(path, cache_dir=cache_dir)
         if info.packets == 0:
@@ -69,11 +76,13 @@ def resolve_traces(spec: Spec, cache_dir: Path) -> dict[str, TraceRecord]:
     return traces
 
 
-def config_overlays(spec: Spec) -> dict[str, Path]:
-    """sensor.config names -> overlay files (each must exist)."""
+def config_overlays(settings: CampaignSettings, cases: Sequence[Case]) -> dict[str, Path]:
+    """The cases' sensor.config names -> overlay files (each must exist)."""
     out = {}
-    for name in spec.sensor.overlays():
-        path = spec.resolve_path(name)
+    for name in axis_values(cases, "config"):
+        if name == DEFAULT_CONFIG:
+            continue
+        path = settings.resolve_path(name)
         if not path.is_file():
             raise InputError(f"sensor.config {name!r} ({path}) does not exist.",
                              fix='give the path of a config overlay file (relative to the spec), or "default".')
@@ -81,12 +90,12 @@ def config_overlays(spec: Spec) -> dict[str, Path]:
     return out
 
 
-def rule_sources(spec: Spec, engine: SensorEngine, refs: Sequence[str] | None = None) -> dict[Path, str]:
+def rule_sources(settings: CampaignSettings, engine: SensorEngine, refs: Sequence[str]) -> dict[Path, str]:
     """Each rule file the engine loads -> the spec's reference it came from (e.g. builtin:events);
-    `refs`: one ruleset's references (default: sensor.rules)."""
+    `refs`: one ruleset's references."""
     out: dict[Path, str] = {}
-    for ref in (spec.sensor.rules if refs is None else refs):
-        resolved = ref if ref.startswith("builtin:") else str(spec.resolve_path(ref))
+    for ref in refs:
+        resolved = ref if ref.startswith("builtin:") else str(settings.resolve_path(ref))
         for path in engine.resolve_rules([resolved]):
             out.setdefault(path, ref)
     return out
@@ -94,54 +103,54 @@ def rule_sources(spec: Spec, engine: SensorEngine, refs: Sequence[str] | None = 
 
 def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path,
                      cache_dir: Path, require_quiet: bool = False,
-                     trial_s: float | None = None) -> tuple[CampaignContext, list[Case]]:
+                     search: bool = False) -> tuple[CampaignContext, list[Case]]:
     """Validate inputs, test the sensor config, create/verify the campaign directory. The host's
-    quietness is probed once the traces are known, at the time scale of the trials (`trial_s`: a
-    search's trial length; else the shortest replay), before any sensor starts (`require_quiet`: a
-    noisy host is refused)."""
+    quietness is probed once the traces are known, at the time scale of the trials (`search`: a
+    search's trial length, search.trial_s; else the shortest replay), before any sensor starts
+    (`require_quiet`: a noisy host is refused)."""
     cases = plan(spec)
+    settings = campaign_settings(spec)
     check_host()
     setup_preflight(spec)  # e.g. vm-vfio: IOMMU, vfio-pci, SR-IOV, a NIC wire
     layout = CampaignDir(out_dir.resolve())  # absolute: containers and VMs mount sample directories
-    spec_doc = spec.model_dump(mode="json")
-    check_resume(layout, out_dir, spec_doc, resume)
-    order = decide_order(spec, cases, read_campaign_doc(out_dir) if layout.campaign_file.exists() else None)
+    check_resume(layout, out_dir, spec.model_dump(mode="json"), resume)
+    order = decide_order(settings.order, cases, read_campaign_doc(out_dir) if layout.campaign_file.exists() else None)
     engines: dict[str, SensorEngine] = {}
     options: dict[str, SensorOptions] = {}
-    overlays = config_overlays(spec)
-    traces = resolve_traces(spec, cache_dir)
-    sensor_cpus = place_cpus(sorted(os.sched_getaffinity(0)), spec.setup.cpuset).sensor
-    noise, noise_warnings = quietness(spec.search.precision, list(sensor_cpus), require_quiet=require_quiet,
-                                      trial_s=trial_s if trial_s is not None else trial_seconds(cases, traces))
+    overlays = config_overlays(settings, cases)
+    traces = resolve_traces(settings, cases, cache_dir)
+    sensor_cpus = place_cpus(sorted(os.sched_getaffinity(0)), settings.setup.cpuset).sensor
+    noise, noise_warnings = quietness(settings.search.precision, list(sensor_cpus), require_quiet=require_quiet,
+                                      trial_s=settings.search.trial_s if search else trial_seconds(cases, traces))
     rule_loads: dict[str, tuple[rulesets.RuleSetLoad, ...]] = {}
-    for name in spec.sensor.engine:
+    for name in axis_values(cases, "engine"):
         engine = registry.engine(name)
         engine.require()
-        for method in spec.sensor.capture:  # e.g. AF_XDP on a build without it: refused before any sample
+        for method in axis_values(cases, "capture"):  # e.g. AF_XDP on a build without it: refused before any sample
             engine.check_capture(method)
         check_bypass = getattr(engine, "check_bypass", None)  # engines with a flow bypass (idsbench.bypass)
         if callable(check_bypass):
-            for mode in spec.sensor.bypass:
+            for mode in axis_values(cases, "bypass"):
                 check_bypass(mode)  # e.g. eBPF on a build without it; builds the programs before any sample
         engines[name] = engine
-        options.update(engine_options(spec, name, engine, lambda ref: str(spec.resolve_path(ref))))
-        for ruleset, refs in spec.rulesets_used().items():  # the rules axis and every trace's own rules
+        options.update(engine_options(settings.sensor, name, engine, lambda ref: str(settings.resolve_path(ref))))
+        for ruleset, refs in settings.sensor.rulesets.items():  # the rules axis and every trace's own rules
             key = options_key(name, ruleset)
-            rule_loads[key] = rulesets.rule_loads(options[key].rules, rule_sources(spec, engine, refs))
-            for config in spec.sensor.config:  # every configuration the campaign runs must load
+            rule_loads[key] = rulesets.rule_loads(options[key].rules, rule_sources(settings, engine, refs))
+            for config in axis_values(cases, "config"):  # every configuration the campaign runs must load
                 check_dir = out_dir / "preflight" / name
                 check_dir.mkdir(parents=True, exist_ok=True)
                 engine.config_test(dataclasses.replace(options[key], config_overlay=overlays.get(config)),
                                    check_dir)
                 shutil.rmtree(check_dir, ignore_errors=True)
     ctx = CampaignContext(
-        spec=spec, layout=layout, state_dir=state_dir, cache_dir=cache_dir, engines=engines,
+        settings=settings, layout=layout, state_dir=state_dir, cache_dir=cache_dir, engines=engines,
         engine_versions={n: e.version() for n, e in engines.items()}, options=options, traces=traces,
         rule_loads=rule_loads,
         overlays=overlays,
     )
     if not layout.campaign_file.exists():
-        atomic.write_json(layout.campaign_file, campaign_doc(ctx, cases, order).to_json())
+        atomic.write_json(layout.campaign_file, campaign_doc(ctx, spec, cases, order).to_json())
     ctx.warnings.extend(noise_warnings)
     ctx.warnings.extend(record_probe(layout, probe_suricata="suricata" in engines, noise=noise))
     ground_truths(ctx, cases)
@@ -167,13 +176,14 @@ def check_resume(layout: CampaignDir, out_dir: Path, spec_doc: dict[str, object]
                         fix="resume with the same spec file, or choose another --out directory.")
 
 
-def campaign_doc(ctx: CampaignContext, cases: list[Case], order: RunOrderRecord | None = None) -> CampaignDoc:
+def campaign_doc(ctx: CampaignContext, spec: Spec, cases: list[Case], order: RunOrderRecord | None = None) -> CampaignDoc:
+    """campaign.json: the spec as written, the host's environment, every input's digest, the cases."""
     env = Environment(**fingerprint().model_dump(),
                       engines={name: EngineBuild.model_validate(engine.build_info()) for name, engine in ctx.engines.items()})
     rules = {str(p): sha256_file(p) for opts in ctx.options.values() for p in opts.rules}
-    named = {name: tuple(refs) for name, refs in ctx.spec.rulesets_used().items() if name != DEFAULT_RULESET}
+    named = {name: refs for name, refs in ctx.settings.sensor.rulesets.items() if name != DEFAULT_RULESET}
     return CampaignDoc(
-        created_unix=time.time(), spec=ctx.spec, environment=env,
+        created_unix=time.time(), spec=spec, environment=env,
         inputs=Inputs(traces={ref: TraceInput.model_validate(t.model_dump()) for ref, t in ctx.traces.items()},
                       rules=tuple(RuleFileInput(path=p, sha256=h) for p, h in rules.items()),
                       rule_load={name: rule_load_doc(loads) for name, loads in ctx.rule_loads.items()},

@@ -111,7 +111,7 @@ class SampleRun:
             self.timeline.enter("teardown")  # the stack closes next
 
     def _profiler(self, session: SensorSession, sample_dir: Path) -> Profiler | None:
-        cfg = self.ctx.spec.profile
+        cfg = self.ctx.settings.profile
         if not cfg.perf:
             return None
         opts = ProfileOptions(record=self.index < cfg.record_samples, frequency_hz=cfg.frequency_hz, top=cfg.top)
@@ -173,7 +173,7 @@ class SampleRun:
         labels = [*(facts.labels if facts else []), *verdict.labels]
         self.timeline.end()  # the analysis ends here: the summary is built and written next
         summary = SampleSummary(
-            campaign=ctx.spec.name, case_id=self.case_id, sample=self.index,
+            campaign=ctx.settings.name, case_id=self.case_id, sample=self.index,
             case=CaseParams.model_validate(case.params()), status=verdict.status, reason=verdict.reason,
             labels=tuple(dict.fromkeys(labels)), warnings=tuple(warnings), started_unix=started,
             finished_unix=self.deps.wall(), trace=self.trace, placement=facts.placement if facts else None,
@@ -233,13 +233,13 @@ class SampleRun:
             sensor_failure=facts.sensor_failure if facts else None, setup_failure=self.setup_failure,
             oom=facts.oom if facts else False, counters=counters, waterfall=wf,
             memory=facts.memory if facts else None, memory_starved=facts.memory_starved if facts else False,
-            wire_impaired=self.ctx.spec.wire.impair.active, drained=outcome.drain.drained if outcome else True,
+            wire_impaired=self.ctx.settings.wire.impaired, drained=outcome.drain.drained if outcome else True,
             stuck=stuck, event_log_damage=damage))
 
     def _detection(self, run: SensorRun) -> Detection | None:
         """With the marker rules loaded on a synthesized trace, the marker alert count is known."""
         markers, case = self.trace.markers, self.case
-        if markers is None or "builtin:markers" not in self.ctx.spec.sensor.rules or case.duration_s is not None:
+        if markers is None or not self.ctx.settings.sensor.counts_markers or case.duration_s is not None:
             return None
         found = sum(n for sid, n in run.alerts_by_signature().items() if sid in MARKER_SIDS)
         return Detection(expected_marker_alerts=markers * case.replayers * case.loops, marker_alerts=found)

@@ -226,22 +226,21 @@ class SensorSession:
         ctx, case, deps, f = self.ctx, self.case, self.deps, self.facts
         if self.timeline.current is None:
             self.timeline.enter("setup")
-        rf = self.run_facts
+        rf, su = self.run_facts, ctx.settings.setup
         self.sender_cpus = list(rf.cpus.sender)
-        method = capture_method(case, ctx.spec)
+        method = capture_method(case, ctx.settings)
         setup = self.setup = deps.make_setup(case.setup, SetupRequest(
             sup=self.sup, engine=self.engine, name=self.name, sample_dir=self.sample_dir, cpus=rf.quota,
             memory_bytes=case.memory_bytes, cpu_affinity=rf.cpus.sensor_affinity, read_only_paths=rf.read_only_paths,
-            cache_dir=ctx.cache_dir, runtime=ctx.spec.setup.runtime, swappiness=ctx.spec.setup.swappiness,
-            name_prefix=ctx.name_prefix, vcpus=ctx.spec.setup.vcpus, accel=ctx.spec.setup.accel,
-            vfio_device=ctx.spec.setup.vfio_device, sriov_pf=ctx.spec.setup.sriov_pf,
-            sriov_mac=ctx.spec.setup.sriov_mac, sriov_vlan=ctx.spec.setup.sriov_vlan,
-            hugepages=ctx.spec.setup.hugepages, boot_timeout_s=ctx.spec.setup.boot_timeout_s,
+            cache_dir=ctx.cache_dir, runtime=su.runtime, swappiness=su.swappiness, name_prefix=ctx.name_prefix,
+            vcpus=su.vcpus, accel=su.accel, vfio_device=su.vfio_device, sriov_pf=su.sriov_pf,
+            sriov_mac=su.sriov_mac, sriov_vlan=su.sriov_vlan, hugepages=su.hugepages,
+            boot_timeout_s=su.boot_timeout_s,
             capabilities=capture.container_capabilities(case.engine, method),
         ))
         self.phase("wire")
         wire = self.wire = self._make_wire(setup).up()
-        imp = ctx.spec.wire.impair
+        imp = ctx.settings.wire.impair
         if imp.active:
             deps.impair(wire.sender_ns, wire.sender_if, loss=imp.loss, delay_ms=imp.delay_ms,
                         jitter_ms=imp.jitter_ms, reorder=imp.reorder)
@@ -255,7 +254,7 @@ class SensorSession:
         run = self.run = self.engine.prepare(self.sample_dir, setup.capture_interface(), rf.options, mtu=wire.mtu)
         self.sender = deps.make_sender_group(self.stack, f"{self.name}-sender")
         sources = [*setup.overhead_sources(), *([self.sender.source] if self.sender.source else [])]
-        self.monitor = deps.make_monitor(self.sample_dir / MONITOR_FILE, float(ctx.spec.sensor.stats_interval_s),
+        self.monitor = deps.make_monitor(self.sample_dir / MONITOR_FILE, float(ctx.settings.sensor.stats_interval_s),
                                          wire, stats, sources)
         self.monitor.start()
         self.phase("sensor start")
@@ -269,7 +268,7 @@ class SensorSession:
         self.timeline.enter("ready")  # until the replay starts: the engine's start (rule load) and first counters
         try:
             f.ready_s = run.wait_ready(watch.guard(child.poll) if watch else child.poll,
-                                       ctx.spec.sensor.ready_timeout_s)
+                                       ctx.settings.sensor.ready_timeout_s)
         except SensorFailed as exc:
             starved = isinstance(exc, cgroups.MemoryStarved)
             setup.stop(5.0)
@@ -283,10 +282,10 @@ class SensorSession:
 
     def _make_wire(self, setup: Setup) -> Wire:
         """The veth pair, or two NIC ports of this host when [wire] names a sender port (wire/nic.py)."""
-        spec, mtu = self.ctx.spec, mtu_for(self.trace.max_frame)
-        if spec.wire.sender_interface is None:
+        wire, mtu = self.ctx.settings.wire, mtu_for(self.trace.max_frame)
+        if wire.sender_interface is None:
             return self.deps.make_wire(self.sup, self.ctx.name_prefix, mtu, setup.pre_wire())
-        return NicWire(self.sup, spec.wire.sender_interface, spec.wire.sensor_interface or spec.setup.sriov_pf,
+        return NicWire(self.sup, wire.sender_interface, wire.sensor_interface,
                        prefix=self.ctx.name_prefix, mtu=mtu, sensor_ns=setup.pre_wire())
 
     def memory_events(self, watch: cgroups.StarvationWatch | None = None) -> cgroups.MemoryEvents | None:
@@ -305,8 +304,8 @@ class SensorSession:
     def plan(self, case: Case, pcaps: Sequence[Path], out_dir: Path) -> ReplayPlan:
         assert self.wire is not None and self.sender is not None, "open() first"
         return replay_plan(case, self.trace, pcaps, self.wire, self.sender_cpus, out_dir,
-                           self.ctx.spec.timing.replay_timeout_s, self.sender.procs_files,
-                           impaired=self.ctx.spec.wire.impair.active or bool(getattr(self.setup, "sender_qdisc", False)))
+                           self.ctx.settings.timing.replay_timeout_s, self.sender.procs_files,
+                           impaired=self.ctx.settings.wire.impaired or bool(getattr(self.setup, "sender_qdisc", False)))
 
     def trial(self, plan: ReplayPlan, *, settle_s: float | None = None, measure_cpu: bool = False,
               stop_after: bool = False, timeline: Timeline | None = None) -> TrialOutcome:
@@ -334,7 +333,7 @@ class SensorSession:
         self.monitor.sample_now()
         self.phase("drain")
         tl.enter("drain")
-        timing = self.ctx.spec.timing
+        timing = self.ctx.settings.timing
         quiet = self._quiet_watch() if stop_after and not deps.bench_old_path else None
         drained = drain(run, self.alive, replay.record.end_unix, timing.drain_timeout_s,
                         min_wait_s=timing.settle_s if settle_s is None else settle_s,
@@ -352,7 +351,7 @@ class SensorSession:
                             processed_s=processed[0] - t_start if processed else None,
                             at_processed=processed[1] if processed else None, pre_idle_rate=pre_idle,
                             pre_idle_s=deps.bench_pre_idle_s if pre_idle is not None else None)
-        wire = wire_record(before, deps.snapshot(self.wire), impaired=self.ctx.spec.wire.impair.active)
+        wire = wire_record(before, deps.snapshot(self.wire), impaired=self.ctx.settings.wire.impaired)
         end_point = drained.last
         self._last_point = end_point
         counters = None
@@ -379,7 +378,7 @@ class SensorSession:
             ends = self.deps.snapshot(wire)
             return None if ends.sensor is None else ends.sensor.rx_pkts + ends.sensor.rx_dropped
 
-        method = capture_method(self.case, self.ctx.spec)
+        method = capture_method(self.case, self.ctx.settings)
         window = capture.quiet_window_s(self.case.engine, method, QUIET_S)
         return QuietWatch(self.cpu_seconds, received, self.allocation, clock=self.deps.monotonic,
                           runnable=lambda: any_runnable(self.sensor_pids()), window_s=window)
@@ -445,7 +444,7 @@ class SensorSession:
         """After a trial whose accounting did not close: wait until the sensor counts everything its
         interface received, so the next trial starts from a true baseline. False if it never does."""
         assert self.run is not None
-        drained = drain(self.run, self.alive, self.deps.wall(), self.ctx.spec.timing.drain_timeout_s,
+        drained = drain(self.run, self.alive, self.deps.wall(), self.ctx.settings.timing.drain_timeout_s,
                         clock=self.deps.monotonic, sleep=self.deps.sleep, uncounted=self.uncounted,
                         cpu_s=self.cpu_seconds, idle_cores=near_idle_cores(self.allocation))
         if drained.last is not None:
@@ -486,7 +485,7 @@ class SensorSession:
         self.facts.stop_unix = self.deps.wall()
         # the eBPF socket filter's counters go with the sensor: read before it stops (the interface's after)
         filtered = self.filter_drops() if self.run_facts.options.bypass == "ebpf" else None
-        self.facts.exit_code = self.setup.stop(self.ctx.spec.timing.stop_timeout_s)
+        self.facts.exit_code = self.setup.stop(self.ctx.settings.timing.stop_timeout_s)
         if self.run is not None and hasattr(self.run, "filter_drops"):  # what its bypass filter dropped
             self.run.filter_drops = self.filter_drops() if filtered is None else filtered
         self.facts.oom = self.facts.oom or self.setup.oom_killed()

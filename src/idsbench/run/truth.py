@@ -33,7 +33,7 @@ def applies(case: Case) -> bool:
 
 def ground_truths(ctx: CampaignContext, cases: list[Case]) -> None:
     """Write `<campaign>/truth/<case_id>.json` for every case it applies to (cached runs)."""
-    if not ctx.spec.sensor.ground_truth:
+    if not ctx.settings.sensor.ground_truth:
         return
     digest = functools.cache(sha256_file)  # cases share traces and rules: each file is hashed once
     for case in cases:

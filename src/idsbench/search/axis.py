@@ -81,7 +81,7 @@ class Axis:
 def axis_for(ctx: CampaignContext, case: Case, available: Sequence[int]) -> Axis:
     """The case's search axis on a host whose usable CPUs are `available` (the cpus axis starts at the
     sensor's allocation: its quota, else the CPUs it is pinned to — run/facts.py)."""
-    cfg = ctx.spec.search
+    cfg = ctx.settings.search
     trace = ctx.traces[case.trace]
     avg = trace.bytes / trace.packets if trace.packets else 0.0
     per_replayer = requested_pps(case.rate, trace.packets, trace.duration_s, trace.bytes)

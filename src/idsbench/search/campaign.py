@@ -37,7 +37,7 @@ def search_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progress
     with signals_as_interrupt():
         ctx, cases = prepare_campaign(spec, out_dir, resume=resume, state_dir=state_dir or settings.state_dir(),
                                       cache_dir=cache_dir or settings.cache_dir(), require_quiet=require_quiet,
-                                      trial_s=spec.search.trial_s)
+                                      search=True)
         ctx.name_prefix = name_prefix or settings.name_prefix()
         progress = progress or Progress(len(cases))
         out = SearchCampaignResult(out_dir)

@@ -252,7 +252,7 @@ class DuetTrials:
     def ceiling(self) -> Axis | None:
         """The sender's maximum through the mirror (a topspeed trial at `initial_trial_s`, given to no
         controller): the axis up to it, or None when it failed."""
-        records = self.trial(Trial(None, self.ctx.spec.search.initial_trial_s))
+        records = self.trial(Trial(None, self.ctx.settings.search.initial_trial_s))
         achieved = records["a"].achieved_pps
         failed = next((r.sensor_failed for r in records.values() if r.sensor_failed), None)
         if failed or achieved <= 0:
@@ -280,7 +280,7 @@ class DuetSearch:
                  phase: Phase = lambda _p: None):
         self.ctx, self.pair, self.phase = ctx, pair, phase
         self.deps = deps or DuetDeps()
-        self.cfg = ctx.spec.search
+        self.cfg = ctx.settings.search
         self.root = ctx.layout.root / SEARCH_DIR
         self.trials: dict[str, list[TrialRecord]] = {s: [] for s in SIDES}
         self.notes: list[str] = []
@@ -403,7 +403,7 @@ def search_duet_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, pro
     with signals_as_interrupt():
         ctx, cases = prepare_campaign(spec, out_dir, resume=resume, state_dir=state_dir or settings.state_dir(),
                                       cache_dir=cache_dir or settings.cache_dir(), require_quiet=require_quiet,
-                                      trial_s=spec.search.trial_s)
+                                      search=True)
         ctx.name_prefix = name_prefix or settings.name_prefix()
         pairs = duet_pairs(cases)
         progress = progress or Progress(len(pairs))

@@ -102,7 +102,7 @@ class Measurer(AbstractMeasurer):  # type: ignore[misc]
         self.ctx, self.case, self.deps, self.axis, self.dir = ctx, case, deps, axis, out_dir
         self.warm, self.repeat, self.first_index, self.phase, self.note = warm, repeat, first_index, phase, note
         self.on_trial = on_trial                        # each recorded trial, once judged (progress lines)
-        self.max_trials = ctx.spec.search.max_trials
+        self.max_trials = ctx.settings.search.max_trials
         self.records: list[TrialRecord] = []            # every trial run, in order (indices from first_index)
         self.measured: list[MeasurementResult] = []     # what the controller was given, in order
         self.trials_run = 0                             # trials counted against the budget
@@ -123,7 +123,7 @@ class Measurer(AbstractMeasurer):  # type: ignore[misc]
         if not self.warm:
             return None
         # the cpus axis starts at the largest allocation (a limit that can then be lowered)
-        case = self.axis.case_for(self.axis.high, self.ctx.spec.search.trial_s) if self.axis.name == "cpus" \
+        case = self.axis.case_for(self.axis.high, self.ctx.settings.search.trial_s) if self.axis.name == "cpus" \
             else self.case
         name = f"warm{self.repeat}" if self.repeat else "warm"
         (self.dir / name).mkdir(parents=True, exist_ok=True)
@@ -183,7 +183,7 @@ class Measurer(AbstractMeasurer):  # type: ignore[misc]
     def ceiling(self) -> Axis | None:
         """Measure the sender's maximum (a topspeed trial at `initial_trial_s`, not given to the
         controller): the axis up to it, or None when the trial failed (noted)."""
-        first = self.trial(Trial(None, self.ctx.spec.search.initial_trial_s)).record
+        first = self.trial(Trial(None, self.ctx.settings.search.initial_trial_s)).record
         if first.sensor_failed or first.achieved_pps <= 0:
             self.on_trial(first)
             self.note("the ceiling trial failed: " + (first.sensor_failed or "nothing was sent"))
@@ -196,7 +196,7 @@ class Measurer(AbstractMeasurer):  # type: ignore[misc]
     def allocation(self, value: float | None) -> Allocation:
         """The cores the sensor had at `value` (the run facts of the trial's case: the value on the cpus
         axis, else the case's quota, else the CPUs it is pinned to)."""
-        facts = case_facts(self.ctx, self.axis.case_for(value, self.ctx.spec.search.trial_s),
+        facts = case_facts(self.ctx, self.axis.case_for(value, self.ctx.settings.search.trial_s),
                            self.deps.available_cpus())
         return Allocation(facts.allocation, facts.quota is not None)
 
@@ -237,7 +237,7 @@ class Measurer(AbstractMeasurer):  # type: ignore[misc]
                 plan = session.plan(case, self.ctx.replay_paths(case), sample_dir)
                 # a method whose live counters lag (capture.COLD_TRIALS) is counted by its exit statistics,
                 # as a sample is: the drain may end once the sensor is quiet, the stop then counts
-                by_exit = capture.cold_trials_reason(case.engine, capture_method(case, self.ctx.spec)) is not None
+                by_exit = capture.cold_trials_reason(case.engine, capture_method(case, self.ctx.settings)) is not None
                 outcome = session.trial(plan, settle_s=0.0, measure_cpu=True, stop_after=by_exit)
             finally:
                 session.close()

@@ -55,7 +55,7 @@ class CaseSearch:
         self.ctx, self.case, self.phase = ctx, case, phase
         self.trial_lines = trial_lines  # each trial told as one line (a search without a terminal), or None
         self.deps = deps or SampleDeps()
-        self.cfg = ctx.spec.search
+        self.cfg = ctx.settings.search
         self.dir = ctx.layout.root / SEARCH_DIR / case.case_id
         self.trials: list[TrialRecord] = []
         self.notes: list[str] = []
@@ -77,7 +77,7 @@ class CaseSearch:
         if self.warm and axis.name == "cpus" and self.case.setup != "baremetal":
             self.warm = False
             self.notes.append(f"the cpus axis on {self.case.setup} runs cold trials (its limit is set at start)")
-        method = capture_method(self.case, self.ctx.spec)
+        method = capture_method(self.case, self.ctx.settings)
         cold_reason = capture.cold_trials_reason(self.case.engine, method)
         if self.warm and cold_reason:
             self.warm = False

@@ -7,7 +7,7 @@
 A leaf: it imports nothing of idsbench but errors and the leaf host model (`hostspec`), so the campaign
 file's reader can type its stored spec with it. Names that registries define — setup kinds, engines,
 capture methods — are checked by `plan.check_names` (before anything starts). Once planned, the spec is
-not read again: later stages read the plan's cases and its `CampaignSettings` (`plan_settings.py`).
+not read again: later stages read the plan's cases and `CampaignSettings` (`campaign_settings.py`).
 """
 
 from idsbench.spec.load import load_spec as load_spec

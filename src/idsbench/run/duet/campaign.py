@@ -37,15 +37,16 @@ def run_duet_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progre
                                       cache_dir=cache_dir or settings.cache_dir(), require_quiet=require_quiet)
         ctx.name_prefix = name_prefix or settings.name_prefix()
         pairs = duet_pairs(cases)
-        progress = progress or Progress(len(pairs) * spec.samples)
+        progress = progress or Progress(len(pairs) * ctx.settings.samples)
         result = CampaignResult(out_dir, 0, 0, warnings=[f"host: {w}" for w in ctx.warnings])
-        where = place(deps.sample.available_cpus(), cases[0].cpus, sensor_cpuset=spec.setup.cpuset, kind=deps.placement)
+        where = place(deps.sample.available_cpus(), cases[0].cpus, sensor_cpuset=ctx.settings.setup.cpuset,
+                      kind=deps.placement)
         notes = [f"duet placement: {where.describe()}", *([f"duet: {where.note}"] if where.note else [])]
         with progress:
             for line in [*(f"warning: {w}" for w in ctx.warnings), *notes]:
                 progress.note(line)
             for pair in pairs:
-                for index in range(spec.samples):
+                for index in range(ctx.settings.samples):
                     sample_id = f"{pair.pair_id}/s{index}"
                     if is_done(ctx, pair, index):
                         progress.skip(sample_id)

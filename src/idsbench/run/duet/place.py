@@ -19,6 +19,7 @@ asymmetry of the method falls on both sides alike and cancels in the median rati
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -53,7 +54,7 @@ def _cpus(cpus: tuple[int, ...] | None) -> str:
     return "all" if cpus is None else ",".join(map(str, cpus))
 
 
-def place(available: list[int], cpus: float | None, *, sensor_cpuset: list[int] | None = None,
+def place(available: list[int], cpus: float | None, *, sensor_cpuset: Sequence[int] | None = None,
           kind: PlacementKind | None = None) -> DuetPlacement:
     """The placement for `available` CPUs (sorted), the case's CPU limit and the spec's `setup.cpuset`
     (the sensors' CPUs). `kind` forces one (the benchmark compares both)."""

@@ -137,7 +137,7 @@ class DuetSession:
         self.stack, self.name, self.phase = stack, name, phase
         sd = deps.sample
         self.sup = Supervisor(stack)
-        self.placement: DuetPlacement = place(sd.available_cpus(), pair.a.cpus, sensor_cpuset=ctx.spec.setup.cpuset,
+        self.placement: DuetPlacement = place(sd.available_cpus(), pair.a.cpus, sensor_cpuset=ctx.settings.setup.cpuset,
                                               kind=deps.placement)
         self.sides: list[Side] = []
         for name_, case in (("a", pair.a), ("b", pair.b)):
@@ -167,16 +167,16 @@ class DuetSession:
             s.setup = sd.make_setup(case.setup, SetupRequest(
                 sup=self.sup, engine=s.engine, name=s.name, sample_dir=s.sample_dir, cpus=side.slot.quota,
                 memory_bytes=case.memory_bytes, cpu_affinity=side.slot.cpus, read_only_paths=s.run_facts.read_only_paths,
-                cache_dir=ctx.cache_dir, runtime=ctx.spec.setup.runtime, swappiness=ctx.spec.setup.swappiness,
-                name_prefix=ctx.name_prefix, vcpus=ctx.spec.setup.vcpus, accel=ctx.spec.setup.accel,
+                cache_dir=ctx.cache_dir, runtime=ctx.settings.setup.runtime, swappiness=ctx.settings.setup.swappiness,
+                name_prefix=ctx.name_prefix, vcpus=ctx.settings.setup.vcpus, accel=ctx.settings.setup.accel,
                 capabilities=capture.container_capabilities(
-                    case.engine, capture_method(case, ctx.spec))))
+                    case.engine, capture_method(case, ctx.settings))))
         self.phase("wire")
         existing = [side.session.setup.pre_wire() for side in self.order if side.session.setup]
         mtu = mtu_for(ctx.traces[self.pair.a.trace].max_frame)
         ends = self.ends = self.deps.make_mirror(self.sup, ctx.name_prefix, mtu, (existing[0], existing[1]),
                                                  self.deps.mirror).up()
-        imp = ctx.spec.wire.impair
+        imp = ctx.settings.wire.impair
         if imp.active:
             sd.impair(ends.sender_ns, ends.sender_if, loss=imp.loss, delay_ms=imp.delay_ms, jitter_ms=imp.jitter_ms,
                       reorder=imp.reorder)
@@ -200,7 +200,7 @@ class DuetSession:
         if self.sender.source is not None:
             extra.append(self.sender.source)
         self.monitor = self.deps.make_monitor(
-            self.pair_dir / MONITOR_FILE, float(ctx.spec.sensor.stats_interval_s), ends,
+            self.pair_dir / MONITOR_FILE, float(ctx.settings.sensor.stats_interval_s), ends,
             [(side.name, side.slot.index, side.session.stats) for side in self.sides], extra)
         self.monitor.start()
         for side in self.sides:
@@ -221,7 +221,7 @@ class DuetSession:
         watch = cgroups.StarvationWatch(s.stats.memory_events) if isinstance(s.stats, cgroups.MemoryReadable) else None
         try:
             f.ready_s = s.run.wait_ready(watch.guard(s.child.poll) if watch else s.child.poll,
-                                         self.ctx.spec.sensor.ready_timeout_s)
+                                         self.ctx.settings.sensor.ready_timeout_s)
         except SensorFailed as exc:
             starved = isinstance(exc, cgroups.MemoryStarved)
             s.setup.stop(5.0)
@@ -238,8 +238,8 @@ class DuetSession:
         assert self.ends is not None and self.sender is not None, "open() first"
         case = case or self.pair.a
         return replay_plan(case, self.ctx.traces[case.trace], pcaps, self.ends.slots[0], self.placement.sender_cpus,
-                           out_dir, self.ctx.spec.timing.replay_timeout_s, self.sender.procs_files,
-                           impaired=self.ctx.spec.wire.impair.active)
+                           out_dir, self.ctx.settings.timing.replay_timeout_s, self.sender.procs_files,
+                           impaired=self.ctx.settings.wire.impaired)
 
     def trial(self, plan: ReplayPlan, *, stop_after: bool = True) -> DuetTrialOutcome:
         """Replay `plan` once into both running sensors; drain each (slot order); each side's counters
@@ -247,7 +247,7 @@ class DuetSession:
         drained, nothing subtracted: the same span and housekeeping for both). `stop_after`: the sensors
         are stopped next (a sample: a quiet drain may end it; the final counters count)."""
         assert self.ends is not None and self.monitor is not None, "open() first"
-        sd, timing = self.deps.sample, self.ctx.spec.timing
+        sd, timing = self.deps.sample, self.ctx.settings.timing
         starts = {side.name: side.session._baseline() for side in self.sides}
         before = {side.name: sd.snapshot(side.session.wire) for side in self.sides if side.session.wire}
         self.monitor.sample_now()
@@ -278,7 +278,7 @@ class DuetSession:
         for side in self.sides:
             s, name = side.session, side.name
             assert s.wire is not None
-            wire = wire_record(before[name], sd.snapshot(s.wire), impaired=self.ctx.spec.wire.impair.active)
+            wire = wire_record(before[name], sd.snapshot(s.wire), impaired=self.ctx.settings.wire.impaired)
             drained = drains[name]
             s._last_point = drained.last
             start = starts[name]
