@@ -39,9 +39,8 @@ def run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     out = args.out or Path("results") / f"{spec.name}-search-{time.strftime('%Y%m%d-%H%M%S')}"
     if spec.mode == "duet":  # both sides' NDR from trials that feed both (search/duet.py)
-        from idsbench.search.duet import check_duet_search, search_duet_campaign
+        from idsbench.search.duet import search_duet_campaign
 
-        check_duet_search(spec)
         pairs = search_duet_campaign(spec, out, resume=args.resume, require_quiet=args.require_quiet)
         print(f"duet search campaign: {out} ({len(pairs)} pairs searched)")
     else:
