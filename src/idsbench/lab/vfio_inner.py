@@ -24,8 +24,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from idsbench import settings
-from idsbench.probe.iommu import iommu_facts, pci_device
+from idsbench.probe.iommu import IommuFacts, PciDevice, iommu_facts, pci_device
 from idsbench.run.progress import Progress
+from idsbench.store.layout import LAB_CAMPAIGN_DIR
+from idsbench.store.record import Record
+from idsbench.store.writers import write_lab_inner
 
 CAMPAIGN_TMP = Path("/tmp/idsbench-vfiolab/campaign")
 
@@ -76,6 +79,25 @@ def host_state(pf_bdf: str, prefix: str) -> HostState:
                      netns=tuple(sorted(_out(["ip", "netns", "list"]).split())),
                      qemu_pids=_comm_pids("qemu-system"), sleep_pids=_comm_pids("sleep"), cgroups=groups,
                      state_files=tuple(sorted(p.name for p in state.glob("*.json"))) if state.is_dir() else ())
+
+
+class InnerReport(Record):
+    """OUT_DIR/inner.json: what the outer VM saw before and after the campaign."""
+
+    pf: str
+    pf_bdf: str
+    sender: str
+    iommu: IommuFacts
+    pf_device: PciDevice
+    before: HostState
+    campaign_s: float | None = None      # None: the campaign did not end (see error)
+    ran: int | None = None
+    failed: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    error: str | None = None             # the exception the campaign ended with
+    after: HostState | None = None
+    leftovers: tuple[str, ...] = ()      # what differs after the run (empty: the host is as it was)
+    inner_s: float | None = None
 
 
 def leftovers(before: HostState, after: HostState) -> list[str]:
@@ -143,28 +165,29 @@ def main(argv: list[str]) -> int:
     prefix = settings.name_prefix()
     facts = iommu_facts()
     before = host_state(pf_bdf, prefix)
-    report: dict[str, object] = {"pf": pf_if, "pf_bdf": pf_bdf, "sender": sender_if, "iommu": asdict(facts),
-                                 "pf_device": asdict(pci_device(pf_bdf)), "before": asdict(before)}
+    report = InnerReport(pf=pf_if, pf_bdf=pf_bdf, sender=sender_if, iommu=facts, pf_device=pci_device(pf_bdf),
+                         before=before)
     shutil.rmtree(CAMPAIGN_TMP, ignore_errors=True)
     CAMPAIGN_TMP.parent.mkdir(parents=True, exist_ok=True)
     ok = False
-    following = mirror(CAMPAIGN_TMP, out / "campaign")
+    following = mirror(CAMPAIGN_TMP, out / LAB_CAMPAIGN_DIR)
     try:
         t1 = time.monotonic()
         result = run_campaign(spec, CAMPAIGN_TMP, progress=PhaseLog(len(spec.setup.kinds) * spec.samples))
-        report.update(campaign_s=round(time.monotonic() - t1, 1), ran=result.ran, failed=result.failed,
-                      warnings=result.warnings)
+        report = report.model_copy(update={"campaign_s": round(time.monotonic() - t1, 1), "ran": result.ran,
+                                           "failed": tuple(result.failed), "warnings": tuple(result.warnings)})
         ok = not result.failed
     except Exception as exc:  # reported, then the host state is still checked
-        report.update(error=f"{type(exc).__name__}: {exc}")
+        report = report.model_copy(update={"error": f"{type(exc).__name__}: {exc}"})
     finally:
         following.set()
         after = host_state(pf_bdf, prefix)
         left = leftovers(before, after)
-        report.update(after=asdict(after), leftovers=left, inner_s=round(time.monotonic() - t0, 1))
+        report = report.model_copy(update={"after": after, "leftovers": tuple(left),
+                                           "inner_s": round(time.monotonic() - t0, 1)})
         if CAMPAIGN_TMP.exists():
-            shutil.copytree(CAMPAIGN_TMP, out / "campaign", dirs_exist_ok=True)
-        (out / "inner.json").write_text(json.dumps(report, indent=1, default=str))
+            shutil.copytree(CAMPAIGN_TMP, out / LAB_CAMPAIGN_DIR, dirs_exist_ok=True)
+        write_lab_inner(out, report)
     print(f"vfio lab: campaign {'ok' if ok else 'FAILED'}; leftovers: {left or 'none'}")
     return 0 if ok and not left else 1
 

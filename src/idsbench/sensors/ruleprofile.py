@@ -18,11 +18,12 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from idsbench.store.rule_profile import RULE_PROFILE_FILE, RuleCost, match_count, write_profile
+from idsbench.store.layout import CONSOLE_FILE, RULE_PERF_FILE, SNORT_CONFIG_FILE
+from idsbench.store.rule_profile import RuleCost, match_count, write_profile
 
-SURICATA_RULE_PERF = "rule_perf.log"
-SNORT_CONSOLE = "stdout.txt"  # sensors/snort CONSOLE_FILE: Snort prints its rule profile there
-SNORT_CONFIG = "snort.lua"  # sensors/snort CONFIG_FILE: names the rule files the run loaded
+SURICATA_RULE_PERF = RULE_PERF_FILE
+SNORT_CONSOLE = CONSOLE_FILE  # Snort prints its rule profile there
+SNORT_CONFIG = SNORT_CONFIG_FILE  # names the rule files the run loaded
 # keywords that make a rule expensive or stateful, named in the report beside its cost
 HINT_KEYWORDS = ("pcre", "flowbits", "byte_jump", "byte_test", "byte_extract", "isdataat", "dsize", "xbits",
                  "threshold", "base64_decode", "lua", "dataset", "fast_pattern")
@@ -234,9 +235,7 @@ def collect(sample_dir: Path) -> Path | None:
     found = profile_of(sample_dir)
     if found is None:
         return None
-    out = sample_dir / RULE_PROFILE_FILE
-    write_profile(out, found[1])
-    return out
+    return write_profile(sample_dir, found[1])
 
 
 def profiling_requested(engine: str) -> bool:

@@ -27,10 +27,10 @@ from idsbench.errors import EnvironmentMissing, SpecError
 from idsbench.sensors.base import SensorOptions, requirement_met
 from idsbench.sensors.capture.config import METHODS, RingOptions, ibcapture_argv, tcpdump_argv
 from idsbench.sensors.capture.run import AFPACKET, LIBPCAP, CaptureRun
+from idsbench.store.layout import CAPTURE_STATS_FILE, CONSOLE_FILE
 
 SETTINGS = {"threads", "block_size", "block_count", "block_timeout_ms", "buffer_kib"}
-STATS_FILE = "capture-stats.json"
-CONSOLE_FILE = "stdout.txt"
+STATS_FILE = CAPTURE_STATS_FILE
 L2_SLACK = 14 + 8 + 64  # Ethernet header, two VLAN tags, the TPACKET_V3 headers: what a block must hold
 
 
