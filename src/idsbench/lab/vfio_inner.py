@@ -28,7 +28,7 @@ from idsbench.probe.iommu import IommuFacts, PciDevice, iommu_facts, pci_device
 from idsbench.run.progress import Progress
 from idsbench.store.layout import LAB_CAMPAIGN_DIR
 from idsbench.store.record import Record
-from idsbench.store.writers import write_lab_inner
+from idsbench.store.writers import mirror_campaign, write_lab_inner
 
 CAMPAIGN_TMP = Path("/tmp/idsbench-vfiolab/campaign")
 
@@ -141,8 +141,7 @@ def mirror(src: Path, dst: Path, every_s: float = 30.0) -> threading.Event:
     def loop() -> None:
         while not stop.wait(every_s):
             if src.exists():
-                shutil.copytree(src, dst, dirs_exist_ok=True, ignore_dangling_symlinks=True,
-                                ignore=shutil.ignore_patterns("*.sock", "tap"))
+                mirror_campaign(src, dst)
 
     threading.Thread(target=loop, name="mirror", daemon=True).start()
     return stop
@@ -186,7 +185,7 @@ def main(argv: list[str]) -> int:
         report = report.model_copy(update={"after": after, "leftovers": tuple(left),
                                            "inner_s": round(time.monotonic() - t0, 1)})
         if CAMPAIGN_TMP.exists():
-            shutil.copytree(CAMPAIGN_TMP, out / LAB_CAMPAIGN_DIR, dirs_exist_ok=True)
+            mirror_campaign(CAMPAIGN_TMP, out / LAB_CAMPAIGN_DIR)
         write_lab_inner(out, report)
     print(f"vfio lab: campaign {'ok' if ok else 'FAILED'}; leftovers: {left or 'none'}")
     return 0 if ok and not left else 1

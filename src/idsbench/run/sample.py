@@ -35,7 +35,7 @@ from idsbench.store.schema import (
     SensorCostRecord,
     SensorRecord,
 )
-from idsbench.store.series_io import write_counters
+from idsbench.store.series_file import write_counters
 from idsbench.store.writers import write_summary
 from idsbench.teardown import TeardownStack
 

@@ -6,7 +6,7 @@ a whole one (a cut `123456.5` read as `12`). Each row is formatted first and wri
 of the whole line, ending in its line end, to a file opened with O_APPEND and no userspace buffer: rows
 never interleave (the sampler thread and `sample_now()` both write) and nothing waits in a buffer, so
 after a crash — SIGKILL included — every row but perhaps the last is whole and on its line. A cut last
-row lacks its line end, and the readers (`store.series_io.complete_text`) leave such a line out.
+row lacks its line end, and the readers (`store.series_file`) leave such a line out.
 `close()` fsyncs: the file is on disk before the summary that marks the sample complete.
 An atomic rename per row (as `store.atomic` does for whole files) would rewrite the file every tick;
 an fsync per row would add disk writes to the very disk counters the monitor measures.

@@ -7,24 +7,41 @@ import csv
 import io
 import json
 import os
+import shutil
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 
-def write_bytes(path: Path, data: bytes) -> None:
+@contextmanager
+def receiving(path: Path) -> Iterator[BinaryIO]:
+    """A file written in pieces (a copy from a host): the pieces go to a temporary file beside `path`,
+    which becomes `path` when the block ends without an exception (and is removed when it raises)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    with receiving(path) as fh:
+        fh.write(data)
+
+
+def copy_file(src: str | Path, dst: str | Path) -> None:
+    """`src` copied to `dst` atomically, its mode and times kept (a copy_function for shutil.copytree)."""
+    with receiving(Path(dst)) as fh, open(src, "rb") as source:
+        shutil.copyfileobj(source, fh)
+    shutil.copystat(src, dst)
 
 
 def write_text(path: Path, text: str) -> None:

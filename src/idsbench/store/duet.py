@@ -18,7 +18,7 @@ from pydantic import Field
 from idsbench.store.atomic import write_csv, write_json
 from idsbench.store.layout import DUET_DIR, DUET_FILE, MONITOR_FILE
 from idsbench.store.schema import Record
-from idsbench.store.series_io import complete_text, series_rows
+from idsbench.store.series_file import complete_text, series_rows
 
 
 class DuetSideRecord(Record):

@@ -1,66 +1,16 @@
-"""A sample's CSV series (monitor.csv, counters.csv): the counters' writer, and the readers — rows as
-text, or numeric, time-sorted frames. Every reader reads complete lines only: a row the writer was
-cut off in (a crash; store/appender.py) has no line end and is left out."""
+"""Reading a sample's CSV series (monitor.csv, counters.csv) into numeric, time-sorted frames (complete
+lines only: store/series_file.py)."""
 
 from __future__ import annotations
 
-import csv
 import io
-from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from idsbench.counters import Counters
-from idsbench.store.atomic import write_csv
-from idsbench.store.layout import COUNTERS_FILE
-
-
-class CounterPointLike(Protocol):
-    """One stats snapshot (sensors.base.CounterPoint): wall clock, sensor uptime, counters."""
-
-    @property
-    def t_unix(self) -> float: ...
-    @property
-    def uptime_s(self) -> float: ...
-    @property
-    def counters(self) -> Counters: ...
-
-
-def write_counters(sample_dir: Path, series: Iterable[CounterPointLike]) -> Path:
-    """counters.csv: `t_unix, uptime_s` + the Counters fields, one row per stats record, at once."""
-    names = Counters.field_names()
-    path = sample_dir / COUNTERS_FILE
-    write_csv(path, ["t_unix", "uptime_s", *names],
-              ([f"{p.t_unix:.6f}", f"{p.uptime_s:.3f}", *(p.counters.as_dict()[n] for n in names)] for p in series))
-    return path
-
-
-def complete_bytes(path: Path) -> bytes:
-    """The file up to its last line end (FileNotFoundError as open() raises it)."""
-    data = path.read_bytes()
-    return data[:data.rfind(b"\n") + 1]
-
-
-def complete_text(path: Path) -> str:
-    return complete_bytes(path).decode(errors="replace")
-
-
-@dataclass(frozen=True)
-class SeriesRows:
-    header: tuple[str, ...]
-    rows: tuple[dict[str, str | None], ...]  # as csv.DictReader gives them (a missing cell: None)
-
-
-def series_rows(path: Path) -> SeriesRows:
-    """A series file's complete rows as text (FileNotFoundError when absent)."""
-    reader = csv.DictReader(io.StringIO(complete_text(path), newline=""))
-    rows = tuple(reader)
-    return SeriesRows(tuple(reader.fieldnames or ()), rows)
+from idsbench.store.series_file import complete_bytes
 
 
 def read_series(path: Path) -> pd.DataFrame | None:

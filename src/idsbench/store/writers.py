@@ -4,13 +4,14 @@ nested lab's output directory) goes through `store/`, under a name from `store/l
 Each file has one writer. Whole files are written atomically (`store/atomic.py`: a temporary file
 beside the target, fsync, rename), so a reader sees the old file or the new one, never a part; the
 series written while a sample runs are appended a whole row at a time (`store/appender.py`).
-Writers elsewhere in store/: counters.csv `series_io.write_counters`, rule_profile.csv
+Writers elsewhere in store/: counters.csv `series_file.write_counters`, rule_profile.csv
 `rule_profile.write_profile`, duet.json `duet.write_duet_record`, a duet side's monitor.csv
 `duet.project_monitor`, the result store's series `index_series`.
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -174,6 +175,13 @@ def write_figure(out_dir: Path, name: str, svg: bytes, png: bytes) -> tuple[Path
 
 
 # --- a guest run's and the nested VFIO lab's output directory -----------------------------------------
+def mirror_campaign(src: Path, dst: Path) -> None:
+    """A copy of the campaign directory `src` (in the outer VM's tmpfs) in `dst` (the lab's OUT/campaign),
+    updated in place, each file replaced atomically; sockets and tap nodes left out."""
+    shutil.copytree(src, dst, dirs_exist_ok=True, ignore_dangling_symlinks=True, copy_function=atomic.copy_file,
+                    ignore=shutil.ignore_patterns("*.sock", "tap"))
+
+
 def write_guestrun_record(out_dir: Path, doc: Mapping[str, object]) -> Path:
     path = out_dir / GUESTRUN_FILE
     atomic.write_json(path, dict(doc), indent=1)
