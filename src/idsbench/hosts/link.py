@@ -90,6 +90,7 @@ class HostLink:
         self._log_start = self._log.tell()  # this connection's lines start here
         # Pipes to talk to the agent: the one child idsbench starts outside Supervisor.start
         # (which gives children no stdin); registered in the stack the same way.
+        # direct: the agent speaks over the ssh child's stdin/stdout pipes, which proc's runners do not give
         self._popen = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
                                        start_new_session=True)
         popen = self._popen

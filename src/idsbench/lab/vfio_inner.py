@@ -16,14 +16,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from idsbench import settings
+from idsbench import proc, settings
 from idsbench.probe.iommu import IommuFacts, PciDevice, iommu_facts, pci_device
 from idsbench.run.progress import Progress
 from idsbench.store.layout import LAB_CAMPAIGN_DIR
@@ -31,6 +30,7 @@ from idsbench.store.record import Record
 from idsbench.store.writers import mirror_campaign, write_lab_inner
 
 CAMPAIGN_TMP = Path("/tmp/idsbench-vfiolab/campaign")
+PORT_TIMEOUT_S = 30.0  # from `modprobe igb` to its interface (no udev in the outer VM)
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class HostState:
 
 
 def _out(argv: list[str]) -> str:
-    return subprocess.run(argv, capture_output=True, text=True, check=False).stdout
+    return proc.run(argv, check=False).stdout
 
 
 def _comm_pids(name: str) -> tuple[int, ...]:
@@ -110,15 +110,26 @@ def leftovers(before: HostState, after: HostState) -> list[str]:
     return out
 
 
-def find_port(driver: str) -> tuple[str, str]:
-    """(interface, PCI function) of the one network port driven by `driver`."""
+def port_of(driver: str) -> tuple[str, str] | None:
+    """(interface, PCI function) of the one network port driven by `driver`; None when there is none."""
     for net in sorted(Path("/sys/class/net").iterdir()):
         try:
             if os.path.basename(os.readlink(net / "device" / "driver")) == driver:
                 return net.name, os.path.basename(os.readlink(net / "device"))
         except OSError:
             continue
-    raise SystemExit(f"vfio lab: no network interface driven by {driver} in the outer VM")
+    return None
+
+
+def find_port(driver: str, timeout_s: float = PORT_TIMEOUT_S) -> tuple[str, str]:
+    """`port_of(driver)`, polled until the driver (loaded just before) has made its interface."""
+    deadline = time.monotonic() + timeout_s
+    while (found := port_of(driver)) is None:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"vfio lab: no network interface driven by {driver} in the outer VM after "
+                             f"{timeout_s:g} s")
+        time.sleep(0.1)
+    return found
 
 
 class PhaseLog(Progress):
@@ -153,8 +164,7 @@ def main(argv: list[str]) -> int:
     from idsbench.spec import spec_from_dict
 
     t0 = time.monotonic()
-    subprocess.run(["modprobe", "-a", "vfio-pci", "igb"], check=False)  # no udev here: the admin's step
-    time.sleep(1.0)
+    proc.run(["modprobe", "-a", "vfio-pci", "igb"], check=False)  # no udev here: the admin's step
     pf_if, pf_bdf = find_port("igb")
     sender_if, _ = find_port("virtio_net")
     doc = json.loads(spec_json.read_text())

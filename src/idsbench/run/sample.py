@@ -96,7 +96,7 @@ class SampleRun:
                 profiler = self._profiler(session, sample_dir)
                 if profiler is not None:
                     profiler.start()
-                pmu = None if pmu_missing() else PerfStat(session.sensor_pids())
+                pmu = None if pmu_missing() else PerfStat(session.sup, session.sensor_pids())
                 if pmu is not None:
                     pmu.start()
                 try:
