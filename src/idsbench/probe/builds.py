@@ -47,7 +47,7 @@ def snort_record(script: Path | None = None) -> dict[str, str] | None:
         return None
     try:
         done = proc.run(["bash", str(script), "--print-record"], timeout=60, check=False)
-    except EnvironmentMissing:  # no bash, or it did not finish
+    except (EnvironmentMissing, OSError):  # no bash, or it did not finish
         return None
     return key_values(done.stdout) if done.returncode == 0 else None
 

@@ -65,7 +65,7 @@ def cgroup_version() -> str:
 def tcpreplay_version() -> str:
     try:
         out = proc.run(["tcpreplay", "-V"], timeout=10, check=False)
-    except EnvironmentMissing:  # not installed, or it hung
+    except (EnvironmentMissing, OSError):  # not installed, or it hung
         return "missing"
     match = re.search(r"tcpreplay version:\s*(\S+)", out.stdout + out.stderr)
     return match.group(1) if match else "unknown"
