@@ -44,7 +44,6 @@ from idsbench.store.layout import CONSOLE_FILE, SNORT_CONFIG_FILE
 from idsbench.store.writers import write_sensor_config
 
 CONFIG_TEST_TIMEOUT_S = 600.0
-CONFIG_FILE = SNORT_CONFIG_FILE
 
 
 def default_threads() -> int:
@@ -116,7 +115,7 @@ class Snort:
     def _config_test_run(self, opts: SnortOptions, workdir: Path, timeout_s: float) -> tuple[int, str, Path]:
         """(exit status, output, config file) of `snort -T` on `opts` rendered into `workdir`."""
         workdir.mkdir(parents=True, exist_ok=True)
-        config = workdir / CONFIG_FILE
+        config = workdir / SNORT_CONFIG_FILE
         write_sensor_config(config, render_config(opts, self.install.base_config))
         try:
             done = proc.run(snort_argv(self.install.binary, config, opts, config_test=True), check=False,
@@ -177,7 +176,7 @@ class Snort:
         run_dir = Path(run_dir).resolve()
         run_dir.mkdir(parents=True, exist_ok=True)
         opts = self._options(options, run_dir, interface, mtu)
-        config = run_dir / CONFIG_FILE
+        config = run_dir / SNORT_CONFIG_FILE
         write_sensor_config(config, render_config(opts, self.install.base_config))
         argv = line_buffered(snort_argv(self.install.binary, config, opts))
         module, effective = capture_of(options)
@@ -197,7 +196,7 @@ class Snort:
             old.unlink()
         opts = self._options(options, workdir, None, None)
         opts = replace(opts, threads=1, rule_profile=False)
-        config = workdir / CONFIG_FILE
+        config = workdir / SNORT_CONFIG_FILE
         write_sensor_config(config, render_config(opts, self.install.base_config))
         done = proc.run(snort_argv(self.install.binary, config, opts, pcap=Path(pcap)), check=False,
                         timeout=timeout_s)
