@@ -70,6 +70,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("lab/lab.py", "_build"): "the lab's known_hosts and inventory",
     ("lab/lab.py", "down"): "the lab's state file",
     ("cli/tune.py", "run_plan"): "the tuning plan, to the file the user named",
+    ("specdoc.py", "write"): "the spec's reference page, a document of the repository (docs/)",
     ("tune/ansible.py", "write_role"): "an ansible role, to the directory the user named",
     ("cli/trace.py", "cmd_info"): "JSON to stdout",
     ("cli/trace.py", "cmd_synth"): "JSON to stdout",
