@@ -47,7 +47,7 @@ def main(argv: list[str]) -> int:
         else:
             return _usage(f"unknown option {flag}")
     try:
-        os.execvp(program[0], program)
+        os.execvp(program[0], program)  # the shim's whole purpose: become the program (proc.py starts the shim)
     except OSError as exc:
         print(f"execshim: cannot run {program[0]}: {exc}", file=sys.stderr)
     return 127

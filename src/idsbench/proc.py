@@ -1,4 +1,4 @@
-"""The one way idsbench runs other programs.
+"""The one way idsbench runs other programs (the few direct calls elsewhere say why they cannot use it).
 
 - `run(argv, timeout=…)`: a short command to completion (output captured, killed at the timeout).
 - `Supervisor(stack).start(argv, …)`: a long-running child in its own session, optionally in a

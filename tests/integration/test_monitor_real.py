@@ -99,3 +99,30 @@ def test_sensor_and_netns_columns_track_real_activity(tmp_path: Path, busy_cgrou
     ts = [float(r["t_unix"]) for r in rows]
     gaps = [b - a for a, b in zip(ts, ts[1:-1])]
     assert all(0.15 <= g <= 0.25 for g in gaps), gaps
+
+
+def test_the_pmu_counter_runs_under_the_supervisor(tmp_path: Path) -> None:
+    """perf stat on a busy process, started and stopped by the sample's supervisor: counts where the host
+    shows a PMU (None, "not supported", where it shows none: this VM), and nothing left in the teardown stack."""
+    from idsbench.monitor.pmu import PerfStat, pmu_missing
+    from idsbench.proc import Supervisor
+    from idsbench.teardown import TeardownStack
+
+    busy = subprocess.Popen([sys.executable, "-c", "while True:\n    pass\n"])
+    try:
+        with TeardownStack(state_dir=tmp_path) as td:
+            pmu = PerfStat(Supervisor(td), [busy.pid])
+            pmu.start()
+            assert pmu.child is not None and len(td.resources()) == 1  # registered: teardown would end it
+            time.sleep(1.0)  # the window counted
+            counts = pmu.stop()
+            assert td.resources() == [] and pmu.child.returncode is not None
+    finally:
+        busy.kill()
+        busy.wait()
+    assert counts is not None
+    if pmu_missing() is None:
+        assert counts.instructions and counts.instructions > 10**6 and counts.cycles and counts.cycles > 10**6
+    else:
+        assert counts.instructions is None and counts.cycles is None
+    assert not pmu.out.exists()

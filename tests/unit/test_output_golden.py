@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from idsbench.cli.main import main
-from idsbench.store.rule_profile import RULE_PROFILE_FILE, RuleCost, write_profile
+from idsbench.store.rule_profile import RuleCost, write_profile
 from tests.fakecampaign import T0, FakeCase, write_campaign
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
@@ -108,7 +108,7 @@ def _rules_campaign(tmp: Path) -> Path:
         summary = json.loads((sample / "summary.json").read_text())
         summary["cost"] = {"cpu_s": (0.5, 0.8)[k], "processed_pkts": 1000}
         (sample / "summary.json").write_text(json.dumps(summary))
-        write_profile(sample / RULE_PROFILE_FILE, costs)
+        write_profile(sample, costs)
     return root
 
 

@@ -21,7 +21,8 @@ from idsbench.sensors.ruleprofile import (
 from idsbench.sensors.snort import Snort
 from idsbench.sensors.snort.config import RULE_PROFILER_LUA, SnortOptions, render_config
 from idsbench.spec import Spec
-from idsbench.store.rule_profile import RULE_PROFILE_FILE, RuleCost, read_profile, write_profile
+from idsbench.store.layout import RULE_PROFILE_FILE
+from idsbench.store.rule_profile import RuleCost, read_profile, write_profile
 
 HEADER = ("#       gid   sid rev    checks matches alerts time (us) avg/check avg/match avg/non-match timeouts "
           "suspends rule_time (%)\n"
@@ -133,10 +134,11 @@ def test_a_profiling_sample_without_a_readable_profile_is_a_warning(tmp_path: Pa
 
 def test_unit_and_a_missing_maximum_round_trip(tmp_path: Path) -> None:
     costs = [RuleCost(1, 2001, 1, 10, 1, 900, 90.0, None, "us"), RuleCost(1, 2002, 1, 5, 0, 100, 20.0, None, "us")]
-    write_profile(tmp_path / "p.csv", costs)
-    assert (tmp_path / "p.csv").read_text().splitlines()[:2] == [
+    path = write_profile(tmp_path, costs)
+    assert path == tmp_path / RULE_PROFILE_FILE
+    assert path.read_text().splitlines()[:2] == [
         "gid,sid,rev,checks,matches,ticks_total,ticks_avg,ticks_max,unit", "1,2001,1,10,1,900,90.0,,us"]
-    assert read_profile(tmp_path / "p.csv") == costs
+    assert read_profile(path) == costs
 
 
 def test_a_file_written_before_the_unit_column_reads_as_ticks(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from idsbench.analysis.rules import RuleTime, case_rule_time, case_rules, group_costs, profiler_clock_ns, rule_rows, top_sids, tsc_hz
 from idsbench.store.reader import load_campaign
-from idsbench.store.rule_profile import RULE_PROFILE_FILE, RuleCost, write_profile
+from idsbench.store.rule_profile import RuleCost, write_profile
 from tests.fakecampaign import FakeCase, write_campaign
 
 CPU_S = (0.5, 0.8)  # the sensor's CPU seconds in samples 0 and 1
@@ -31,7 +31,7 @@ def _campaign(tmp_path: Path, unit: str, profiles: list[list[RuleCost]], tsc: fl
         summary = json.loads((sample / "summary.json").read_text())
         summary["cost"] = {"cpu_s": CPU_S[k], "processed_pkts": 1000}
         (sample / "summary.json").write_text(json.dumps(summary))
-        write_profile(sample / RULE_PROFILE_FILE, costs)
+        write_profile(sample, costs)
     return root
 
 

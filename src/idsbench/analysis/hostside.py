@@ -4,7 +4,6 @@ the same processes over the same window (monitor.csv: qemu's cgroup, or the runt
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from idsbench.store.casefigures import HostSideFigures
 from idsbench.store.layout import MONITOR_FILE
 from idsbench.store.reader import Campaign, SampleRecord
 from idsbench.store.schema import HostSideRecord
+from idsbench.store.series_file import series_rows
 
 
 @dataclass(frozen=True)
@@ -79,20 +79,20 @@ def monitor_cpu_s(rows: Sequence[tuple[float, float | None]], t0: float, t1: flo
 def _column(path: Path, column: str) -> list[tuple[float, float | None]]:
     out: list[tuple[float, float | None]] = []
     try:
-        with open(path, newline="") as fh:
-            for row in csv.DictReader(fh):
-                try:
-                    t = float(row["t_unix"])
-                except (KeyError, ValueError):
-                    continue
-                cell = row.get(column) or ""
-                try:
-                    value: float | None = float(cell) if cell else None
-                except ValueError:
-                    value = None
-                out.append((t, None if value is None or math.isnan(value) else value))
+        rows = series_rows(path).rows
     except FileNotFoundError:
-        pass
+        rows = ()
+    for row in rows:
+        try:
+            t = float(row["t_unix"] or "")
+        except (KeyError, ValueError):
+            continue
+        cell = row.get(column) or ""
+        try:
+            value: float | None = float(cell) if cell else None
+        except ValueError:
+            value = None
+        out.append((t, None if value is None or math.isnan(value) else value))
     return out
 
 

@@ -7,7 +7,6 @@ on an old campaign picks up any fix made here.
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from idsbench.analysis.fidelity import worst_lateness
 from idsbench.store.layout import COUNTERS_FILE, MONITOR_FILE
 from idsbench.store.reader import SampleRecord
 from idsbench.store.schema import CASE_METRICS, GroundTruth, SampleSummary
+from idsbench.store.series_file import SeriesRows, series_rows
 
 CSV_TIME_RESOLUTION_S = 0.0005  # monitor.csv stamps are rounded to the millisecond
 
@@ -55,25 +55,24 @@ def resources_in_window(monitor_csv: Path, t0: float, t1: float) -> Resources:
     host_cpus = 1
     previous: float | None = None
     try:
-        with open(monitor_csv, newline="") as fh:
-            reader = csv.DictReader(fh)
-            host_cpus = max(1, sum(1 for c in reader.fieldnames or () if c.startswith("cpu") and c.endswith("_pct")))
-            for row in reader:
-                t = _float(row.get("t_unix"))
-                peak = max(peak, _int(row.get("sensor_mem_peak_bytes")), _int(row.get("sensor_mem_bytes")))
-                if row.get("vm_qemu_rss_bytes"):
-                    vm_rss = max(vm_rss or 0, _int(row.get("vm_qemu_rss_bytes")))
-                if row.get("vm_qemu_locked_bytes"):
-                    vm_locked = max(vm_locked or 0, _int(row.get("vm_qemu_locked_bytes")))
-                if previous is not None and t0 + CSV_TIME_RESOLUTION_S < t <= t1 + CSV_TIME_RESOLUTION_S:
-                    span = t - max(previous, t0)
-                    for key in sums:
-                        sums[key] += _float(row.get(key)) * span
-                    weight += span
-                    rows += 1
-                previous = t
+        series = series_rows(monitor_csv)
     except FileNotFoundError:
-        pass
+        series = SeriesRows((), ())
+    host_cpus = max(1, sum(1 for c in series.header if c.startswith("cpu") and c.endswith("_pct")))
+    for row in series.rows:
+        t = _float(row.get("t_unix"))
+        peak = max(peak, _int(row.get("sensor_mem_peak_bytes")), _int(row.get("sensor_mem_bytes")))
+        if row.get("vm_qemu_rss_bytes"):
+            vm_rss = max(vm_rss or 0, _int(row.get("vm_qemu_rss_bytes")))
+        if row.get("vm_qemu_locked_bytes"):
+            vm_locked = max(vm_locked or 0, _int(row.get("vm_qemu_locked_bytes")))
+        if previous is not None and t0 + CSV_TIME_RESOLUTION_S < t <= t1 + CSV_TIME_RESOLUTION_S:
+            span = t - max(previous, t0)
+            for key in sums:
+                sums[key] += _float(row.get(key)) * span
+            weight += span
+            rows += 1
+        previous = t
 
     def mean(key: str) -> float:
         return round(sums[key] / weight, 3) if weight > 0 else 0.0
@@ -88,10 +87,9 @@ def stable_after(counters_csv: Path, replay_start_unix: float) -> float | None:
     times: list[float] = []
     decoded: list[float] = []
     try:
-        with open(counters_csv, newline="") as fh:
-            for row in csv.DictReader(fh):
-                times.append(_float(row.get("t_unix")))
-                decoded.append(_float(row.get("decoded_pkts")))
+        for row in series_rows(counters_csv).rows:
+            times.append(_float(row.get("t_unix")))
+            decoded.append(_float(row.get("decoded_pkts")))
     except FileNotFoundError:
         return None
     if not times:

@@ -94,9 +94,9 @@ def run_vfio(args: argparse.Namespace) -> int:
     g, inner = run.guest, run.inner
     print(f"lab vfio: outer VM booted in {g.boot_s:.0f} s, command ran {g.run_s:.0f} s (exit {g.exit_code}"
           f"{', timed out' if g.timed_out else ''}); whole lab {run.wall_s:.0f} s")
-    if "error" in inner:
-        print(f"lab vfio: the campaign inside failed: {inner['error']}")
-    for line in inner.get("leftovers", []):
+    if inner is not None and inner.error is not None:
+        print(f"lab vfio: the campaign inside failed: {inner.error}")
+    for line in inner.leftovers if inner is not None else ():
         print(f"lab vfio: LEFT BEHIND {line}")
     for line in run.problems:
         print(f"lab vfio: NOT AS EXPECTED {line}")

@@ -37,7 +37,6 @@ from idsbench.run.order import decide_order, samples_in_order
 from idsbench.run.preflight import check_resume, resolve_traces
 from idsbench.run.progress import Progress
 from idsbench.spec import Spec
-from idsbench.store import atomic
 from idsbench.store.campaigndoc import (
     CampaignDoc,
     EngineBuild,
@@ -50,6 +49,7 @@ from idsbench.store.environment import fingerprint
 from idsbench.store.layout import CampaignDir
 from idsbench.store.reader import read_campaign_doc
 from idsbench.store.schema import PlannedCase, RunOrderRecord, TraceRecord
+from idsbench.store.writers import write_campaign_doc
 from idsbench.teardown import TeardownStack
 
 
@@ -106,8 +106,8 @@ def run_on_hosts(spec: Spec, out_dir: Path, *, resume: bool = False, progress: P
         result.warnings += warnings
         check_pooling(moves, layout, spec.hosts.pool_pairs)
         if not layout.campaign_file.exists():
-            atomic.write_json(layout.campaign_file, _campaign_doc(spec, cases, traces, pairs, hellos,
-                                                                 uploads, assignment, order).to_json())
+            write_campaign_doc(layout.root, _campaign_doc(spec, cases, traces, pairs, hellos, uploads, assignment,
+                                                          order))
         with progress:
             _run_pairs(runners, cases, assignment, layout, order, progress, result, resolved)
     finally:

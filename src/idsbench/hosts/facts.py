@@ -38,6 +38,7 @@ def _version(argv: list[str], marker: str) -> str | None:
     if path is None:
         return None
     try:
+        # direct, not idsbench.proc: this file runs as `python3 -` on hosts without idsbench (standard library only)
         done = subprocess.run([path, *argv[1:]], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -72,7 +73,7 @@ def sudo_ok() -> bool:
         return True
     if shutil.which("sudo") is None:
         return False
-    try:
+    try:  # direct: standard library only (see _version)
         return subprocess.run(["sudo", "-n", "true"], capture_output=True, timeout=10,
                               stdin=subprocess.DEVNULL).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
@@ -82,7 +83,7 @@ def sudo_ok() -> bool:
 def venv_digest(python: str) -> str | None:
     if not python or not Path(python).exists():
         return None
-    try:
+    try:  # direct: standard library only (see _version)
         done = subprocess.run([python, "-m", "idsbench.hosts.digest"], capture_output=True, text=True, timeout=60,
                               stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):

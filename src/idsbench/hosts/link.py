@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import queue
 import re
 import subprocess
@@ -53,6 +52,7 @@ from idsbench.hosts.protocol import (
 from idsbench.hosts.ssh import agent_argv, ssh_argv
 from idsbench.proc import ProcessResource, require_program, terminate
 from idsbench.procinfo import process_starttime
+from idsbench.store import atomic
 from idsbench.teardown import TeardownStack
 
 M = TypeVar("M", bound=BaseModel)
@@ -90,6 +90,7 @@ class HostLink:
         self._log_start = self._log.tell()  # this connection's lines start here
         # Pipes to talk to the agent: the one child idsbench starts outside Supervisor.start
         # (which gives children no stdin); registered in the stack the same way.
+        # direct: the agent speaks over the ssh child's stdin/stdout pipes, which proc's runners do not give
         self._popen = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
                                        start_new_session=True)
         popen = self._popen
@@ -202,9 +203,7 @@ class HostLink:
     def get(self, remote: str, local: Path, info: FileInfo) -> None:
         """Copy a file from the host; HostLost/IdsbenchError if its sha256 differs from `info`."""
         h = hashlib.sha256()
-        tmp = local.with_name(local.name + ".part")
-        local.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as fh:
+        with atomic.receiving(local) as fh:  # the file appears whole, or not at all
             offset = 0
             while True:
                 got = self.call("get", GetArgs(path=remote, offset=offset, length=CHUNK), Chunk)
@@ -214,12 +213,10 @@ class HostLink:
                 offset += len(data)
                 if got.eof:
                     break
-        if h.hexdigest() != info.sha256 or offset != info.size:
-            tmp.unlink(missing_ok=True)
-            raise IdsbenchError(f"copy of {remote} from {self.host.name} is corrupt: {offset} bytes, sha256 "
-                                f"{h.hexdigest()[:16]}… instead of {info.size} bytes, {info.sha256[:16]}….",
-                                fix="re-run the sample (`--resume`); check the host's disk.")
-        os.replace(tmp, local)
+            if h.hexdigest() != info.sha256 or offset != info.size:
+                raise IdsbenchError(f"copy of {remote} from {self.host.name} is corrupt: {offset} bytes, sha256 "
+                                    f"{h.hexdigest()[:16]}… instead of {info.size} bytes, {info.sha256[:16]}….",
+                                    fix="re-run the sample (`--resume`); check the host's disk.")
 
     # --- plumbing ---------------------------------------------------------------------------
     def _send(self, msg: BaseModel) -> None:

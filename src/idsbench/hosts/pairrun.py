@@ -10,7 +10,6 @@ back on one reconnect attempt, every later sample of this pair; other pairs are 
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -37,9 +36,9 @@ from idsbench.hosts.protocol import (
     Upcall,
 )
 from idsbench.plan import Case
-from idsbench.store import atomic
-from idsbench.store.layout import HOSTS_FILE, SUMMARY_FILE, CampaignDir
+from idsbench.store.layout import SUMMARY_FILE, CampaignDir
 from idsbench.store.schema import CaseParams, SampleSummary, TraceRecord
+from idsbench.store.writers import HostClockRecord, HostsRecord, write_hosts_record, write_summary
 from idsbench.teardown import TeardownStack
 
 Opener = Callable[[HostEntry], HostLink]     # connects and opens the campaign on one host
@@ -162,7 +161,7 @@ class PairRunner:
         if sender_lost:
             summary = summary.model_copy(update={"status": "failed", "reason": str(sender_lost[0])})
         self._write_hosts(sample_dir, clocks, checksums, started)
-        atomic.write_json(sample_dir / SUMMARY_FILE, summary.to_json())
+        write_summary(sample_dir, summary)
         return SampleResult(f"{case.case_id}/s{index}", summary.status, summary.reason, list(got.warnings))
 
     def _fetch(self, link: HostLink, remote_dir: str, files: list[FileInfo], dest: Path,
@@ -176,22 +175,19 @@ class PairRunner:
         return out
 
     def _write_hosts(self, sample_dir: Path, clocks: dict[str, Clock], checksums: dict[str, str], started: float) -> None:
-        doc = {
-            "pair": self.pair.label,
-            "clock": "times of this sample are the sensor host's clock; offsets are host minus controller",
-            "hosts": {role: {"name": h.name, "address": h.address, "clock_offset_s": round(clocks[role].offset_s, 6),
-                             "clock_uncertainty_s": round(clocks[role].uncertainty_s, 6)}
-                      for role, h in (("sensor", self.pair.sensor), ("sender", self.pair.sender))},
-            "artifacts_sha256": checksums,
-            "controller_started_unix": started,
-            "controller_s": round(time.time() - started, 3),
-        }
-        (sample_dir / HOSTS_FILE).write_text(json.dumps(doc, indent=1) + "\n")
+        write_hosts_record(sample_dir, HostsRecord(
+            pair=self.pair.label,
+            hosts={role: HostClockRecord(name=h.name, address=h.address,
+                                         clock_offset_s=round(clocks[role].offset_s, 6),
+                                         clock_uncertainty_s=round(clocks[role].uncertainty_s, 6))
+                   for role, h in (("sensor", self.pair.sensor), ("sender", self.pair.sender))},
+            artifacts_sha256=checksums, controller_started_unix=started,
+            controller_s=round(time.time() - started, 3)))
 
     def _failed(self, case: Case, index: int, sample_dir: Path, started: float, exc: IdsbenchError) -> SampleResult:
         summary = SampleSummary(
             campaign=self.campaign, case_id=case.case_id, sample=index, case=CaseParams.model_validate(case.params()),
             status="failed", reason=str(exc), started_unix=started, finished_unix=time.time(),
             trace=self.traces[case.trace], pair=self.pair.label)
-        atomic.write_json(sample_dir / SUMMARY_FILE, summary.to_json())
+        write_summary(sample_dir, summary)
         return SampleResult(f"{case.case_id}/s{index}", "failed", str(exc))

@@ -3,7 +3,6 @@ it (sha256 checked there), the campaign opened on it, its probe stored in the ca
 
 from __future__ import annotations
 
-import json
 import threading
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from idsbench.store.environment import sha256_file
 from idsbench.store.layout import CampaignDir
 from idsbench.store.reader import host_probe_file, read_host_probe
 from idsbench.store.schema import TraceRecord
+from idsbench.store.writers import write_host_probe
 
 PROVISION_FIX = "install it with `idsbench hosts provision --inventory FILE` (or SPEC), then retry."
 SUPPORTED_SETUPS = ("baremetal",)
@@ -150,6 +150,5 @@ def store_probe(link: HostLink, host: HostEntry, layout: CampaignDir, resume: bo
         if before is not None and hardware(before) != hardware(probe):
             return f"host {host.name}: hardware changed since the campaign started ({path} kept)"
         return None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(probe.model_dump(mode="json"), indent=1) + "\n")
+    write_host_probe(layout, host.name, probe)
     return None

@@ -23,11 +23,9 @@ from idsbench.proc import Supervisor
 from idsbench.run.context import CampaignContext
 from idsbench.run.replay import ReplayPlan, TrafficSender
 from idsbench.run.session import real_sender_group
-from idsbench.store.layout import CampaignDir
+from idsbench.store.layout import SENDER_MONITOR_FILE, CampaignDir
 from idsbench.teardown import TeardownStack
 from idsbench.traffic import native_replay
-
-SENDER_MONITOR_FILE = "sender-monitor.csv"
 
 
 class SenderSide:

@@ -22,21 +22,22 @@ SIGKILL removes its run dir and process.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from idsbench import settings
 from idsbench.errors import SpecError
+from idsbench.lab.vfio_inner import InnerReport
 from idsbench.proc import Supervisor
 from idsbench.setups.vm.guestrun import GuestCommand, GuestRunOptions, GuestRunResult, python_paths, run_in_guest
 from idsbench.setups.vm.image import ensure_image
 from idsbench.spec import Spec, spec_from_dict
+from idsbench.store.layout import CAMPAIGN_FILE, LAB_CAMPAIGN_DIR, LAB_INNER_FILE, QEMU_LOG_FILE
+from idsbench.store.writers import write_lab_qemu_events, write_lab_spec
 from idsbench.teardown import TeardownStack
 
 if sys.version_info >= (3, 11):
@@ -110,7 +111,7 @@ class LabOptions:
 class LabRun:
     out_dir: Path
     guest: GuestRunResult
-    inner: dict[str, Any]        # OUT/inner.json (empty when the outer VM wrote none); Any: the outer VM's JSON
+    inner: InnerReport | None    # OUT/inner.json (None when the outer VM wrote none)
     wall_s: float
 
     problems: tuple[str, ...] = ()  # lab_problems of the campaign
@@ -118,8 +119,8 @@ class LabRun:
 
     @property
     def ok(self) -> bool:
-        return (self.guest.exit_code == 0 and not self.inner.get("leftovers") and "error" not in self.inner
-                and not self.problems)
+        inner_ok = self.inner is None or (not self.inner.leftovers and self.inner.error is None)
+        return self.guest.exit_code == 0 and inner_ok and not self.problems
 
 
 def lab_problems(campaign_dir: Path) -> list[str]:
@@ -145,17 +146,28 @@ def lab_problems(campaign_dir: Path) -> list[str]:
     return out
 
 
-def lab_spec(path: Path) -> tuple[dict[str, Any], Spec]:  # Any: the TOML document as read
+TomlTable = dict[str, object]  # a TOML table as tomllib reads it
+
+
+def _table(doc: TomlTable, key: str, path: Path) -> TomlTable:
+    """doc[key], a table (made empty when absent)."""
+    value = doc.setdefault(key, {})
+    if not isinstance(value, dict):
+        raise SpecError(f"{path}: [{key}] is not a table.", fix=f"write it as a [{key}] section.")
+    return value
+
+
+def lab_spec(path: Path) -> tuple[TomlTable, Spec]:
     """The spec as a document for the outer VM (trace paths made absolute, the ports as placeholders the
     inner side replaces), validated here first so a bad spec fails before the outer VM boots."""
-    doc = tomllib.loads(path.read_text())
+    doc: TomlTable = tomllib.loads(path.read_text())
     base = path.resolve().parent
-    traffic = doc.setdefault("traffic", {})
+    traffic = _table(doc, "traffic", path)
     traces = traffic.get("traces", [])
     traffic["traces"] = [t if t.startswith("builtin:") else str((base / t).resolve())
-                         for t in (traces if isinstance(traces, list) else [traces])]
-    doc.setdefault("setup", {}).setdefault("sriov_pf", PLACEHOLDER_PORT)  # the outer VM names the ports
-    doc.setdefault("wire", {}).setdefault("sender_interface", PLACEHOLDER_PORT)
+                         for t in (traces if isinstance(traces, list) else [traces]) if isinstance(t, str)]
+    _table(doc, "setup", path).setdefault("sriov_pf", PLACEHOLDER_PORT)  # the outer VM names the ports
+    _table(doc, "wire", path).setdefault("sender_interface", PLACEHOLDER_PORT)
     return doc, spec_from_dict(doc, source=str(path), base_dir=base)
 
 
@@ -171,7 +183,7 @@ def run_lab(spec_path: Path, out_dir: Path, *, cache_dir: Path | None = None, st
     out = out_dir.resolve()
     out.mkdir(parents=True, exist_ok=True)
     doc, spec = lab_spec(spec_path)
-    (out / "spec.json").write_text(json.dumps(doc, indent=1))
+    spec_json = write_lab_spec(out, doc)
     from idsbench.sensors import registry
 
     packages = tuple(dict.fromkeys((*OUTER_PACKAGES, *(p for name in spec.sensor.engine
@@ -183,7 +195,7 @@ def run_lab(spec_path: Path, out_dir: Path, *, cache_dir: Path | None = None, st
            ("IDSBENCH_PREFIX", settings.name_prefix()), ("IDSBENCH_STATE_DIR", "/run/idsbench"),
            ("PYTHONDONTWRITEBYTECODE", "1"), ("HOME", "/root"), ("LC_ALL", "C.UTF-8"),
            ("PATH", f"{Path(sys.executable).parent}:/usr/sbin:/usr/bin:/sbin:/bin"))
-    command = GuestCommand(argv=(sys.executable, "-m", "idsbench.lab.vfio_inner", str(out / "spec.json"), str(out)),
+    command = GuestCommand(argv=(sys.executable, "-m", "idsbench.lab.vfio_inner", str(spec_json), str(out)),
                            env=env)
     guest_opts = GuestRunOptions(
         name=f"{settings.name_prefix()}-vfiolab", vcpus=opts.vcpus, memory_mib=opts.memory_mib, accel="tcg",
@@ -197,10 +209,11 @@ def run_lab(spec_path: Path, out_dir: Path, *, cache_dir: Path | None = None, st
         f"{out}/output.txt)")
     with TeardownStack(state_dir=state_dir or settings.state_dir()) as td:
         result = run_in_guest(Supervisor(td), command, out, cache_dir=cache, options=guest_opts)
-    inner_file = out / "inner.json"
-    inner: dict[str, Any] = json.loads(inner_file.read_text()) if inner_file.exists() else {}  # Any: its JSON
-    events = trace_counts(out / "qemu.txt")
-    (out / "qemu-events.json").write_text(json.dumps(events, indent=1, sort_keys=True))
-    problems = tuple(lab_problems(out / "campaign")) if (out / "campaign" / "campaign.json").exists() else \
+    inner_file = out / LAB_INNER_FILE
+    inner = InnerReport.model_validate_json(inner_file.read_text()) if inner_file.exists() else None
+    events = trace_counts(out / QEMU_LOG_FILE)
+    write_lab_qemu_events(out, events)
+    campaign = out / LAB_CAMPAIGN_DIR
+    problems = tuple(lab_problems(campaign)) if (campaign / CAMPAIGN_FILE).exists() else \
         ("the outer VM left no campaign",)
     return LabRun(out, result, inner, round(time.monotonic() - t0, 1), problems, events)

@@ -16,18 +16,21 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from idsbench import settings
-from idsbench.probe.iommu import iommu_facts, pci_device
+from idsbench import proc, settings
+from idsbench.probe.iommu import IommuFacts, PciDevice, iommu_facts, pci_device
 from idsbench.run.progress import Progress
+from idsbench.store.layout import LAB_CAMPAIGN_DIR
+from idsbench.store.record import Record
+from idsbench.store.writers import mirror_campaign, write_lab_inner
 
 CAMPAIGN_TMP = Path("/tmp/idsbench-vfiolab/campaign")
+PORT_TIMEOUT_S = 30.0  # from `modprobe igb` to its interface (no udev in the outer VM)
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ class HostState:
 
 
 def _out(argv: list[str]) -> str:
-    return subprocess.run(argv, capture_output=True, text=True, check=False).stdout
+    return proc.run(argv, check=False).stdout
 
 
 def _comm_pids(name: str) -> tuple[int, ...]:
@@ -78,6 +81,25 @@ def host_state(pf_bdf: str, prefix: str) -> HostState:
                      state_files=tuple(sorted(p.name for p in state.glob("*.json"))) if state.is_dir() else ())
 
 
+class InnerReport(Record):
+    """OUT_DIR/inner.json: what the outer VM saw before and after the campaign."""
+
+    pf: str
+    pf_bdf: str
+    sender: str
+    iommu: IommuFacts
+    pf_device: PciDevice
+    before: HostState
+    campaign_s: float | None = None      # None: the campaign did not end (see error)
+    ran: int | None = None
+    failed: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    error: str | None = None             # the exception the campaign ended with
+    after: HostState | None = None
+    leftovers: tuple[str, ...] = ()      # what differs after the run (empty: the host is as it was)
+    inner_s: float | None = None
+
+
 def leftovers(before: HostState, after: HostState) -> list[str]:
     """What differs after the run (empty: the host is as it was)."""
     out = []
@@ -88,15 +110,26 @@ def leftovers(before: HostState, after: HostState) -> list[str]:
     return out
 
 
-def find_port(driver: str) -> tuple[str, str]:
-    """(interface, PCI function) of the one network port driven by `driver`."""
+def port_of(driver: str) -> tuple[str, str] | None:
+    """(interface, PCI function) of the one network port driven by `driver`; None when there is none."""
     for net in sorted(Path("/sys/class/net").iterdir()):
         try:
             if os.path.basename(os.readlink(net / "device" / "driver")) == driver:
                 return net.name, os.path.basename(os.readlink(net / "device"))
         except OSError:
             continue
-    raise SystemExit(f"vfio lab: no network interface driven by {driver} in the outer VM")
+    return None
+
+
+def find_port(driver: str, timeout_s: float = PORT_TIMEOUT_S) -> tuple[str, str]:
+    """`port_of(driver)`, polled until the driver (loaded just before) has made its interface."""
+    deadline = time.monotonic() + timeout_s
+    while (found := port_of(driver)) is None:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"vfio lab: no network interface driven by {driver} in the outer VM after "
+                             f"{timeout_s:g} s")
+        time.sleep(0.1)
+    return found
 
 
 class PhaseLog(Progress):
@@ -119,8 +152,7 @@ def mirror(src: Path, dst: Path, every_s: float = 30.0) -> threading.Event:
     def loop() -> None:
         while not stop.wait(every_s):
             if src.exists():
-                shutil.copytree(src, dst, dirs_exist_ok=True, ignore_dangling_symlinks=True,
-                                ignore=shutil.ignore_patterns("*.sock", "tap"))
+                mirror_campaign(src, dst)
 
     threading.Thread(target=loop, name="mirror", daemon=True).start()
     return stop
@@ -132,8 +164,7 @@ def main(argv: list[str]) -> int:
     from idsbench.spec import spec_from_dict
 
     t0 = time.monotonic()
-    subprocess.run(["modprobe", "-a", "vfio-pci", "igb"], check=False)  # no udev here: the admin's step
-    time.sleep(1.0)
+    proc.run(["modprobe", "-a", "vfio-pci", "igb"], check=False)  # no udev here: the admin's step
     pf_if, pf_bdf = find_port("igb")
     sender_if, _ = find_port("virtio_net")
     doc = json.loads(spec_json.read_text())
@@ -143,28 +174,29 @@ def main(argv: list[str]) -> int:
     prefix = settings.name_prefix()
     facts = iommu_facts()
     before = host_state(pf_bdf, prefix)
-    report: dict[str, object] = {"pf": pf_if, "pf_bdf": pf_bdf, "sender": sender_if, "iommu": asdict(facts),
-                                 "pf_device": asdict(pci_device(pf_bdf)), "before": asdict(before)}
+    report = InnerReport(pf=pf_if, pf_bdf=pf_bdf, sender=sender_if, iommu=facts, pf_device=pci_device(pf_bdf),
+                         before=before)
     shutil.rmtree(CAMPAIGN_TMP, ignore_errors=True)
     CAMPAIGN_TMP.parent.mkdir(parents=True, exist_ok=True)
     ok = False
-    following = mirror(CAMPAIGN_TMP, out / "campaign")
+    following = mirror(CAMPAIGN_TMP, out / LAB_CAMPAIGN_DIR)
     try:
         t1 = time.monotonic()
         result = run_campaign(spec, CAMPAIGN_TMP, progress=PhaseLog(len(spec.setup.kinds) * spec.samples))
-        report.update(campaign_s=round(time.monotonic() - t1, 1), ran=result.ran, failed=result.failed,
-                      warnings=result.warnings)
+        report = report.model_copy(update={"campaign_s": round(time.monotonic() - t1, 1), "ran": result.ran,
+                                           "failed": tuple(result.failed), "warnings": tuple(result.warnings)})
         ok = not result.failed
     except Exception as exc:  # reported, then the host state is still checked
-        report.update(error=f"{type(exc).__name__}: {exc}")
+        report = report.model_copy(update={"error": f"{type(exc).__name__}: {exc}"})
     finally:
         following.set()
         after = host_state(pf_bdf, prefix)
         left = leftovers(before, after)
-        report.update(after=asdict(after), leftovers=left, inner_s=round(time.monotonic() - t0, 1))
+        report = report.model_copy(update={"after": after, "leftovers": tuple(left),
+                                           "inner_s": round(time.monotonic() - t0, 1)})
         if CAMPAIGN_TMP.exists():
-            shutil.copytree(CAMPAIGN_TMP, out / "campaign", dirs_exist_ok=True)
-        (out / "inner.json").write_text(json.dumps(report, indent=1, default=str))
+            mirror_campaign(CAMPAIGN_TMP, out / LAB_CAMPAIGN_DIR)
+        write_lab_inner(out, report)
     print(f"vfio lab: campaign {'ok' if ok else 'FAILED'}; leftovers: {left or 'none'}")
     return 0 if ok and not left else 1
 

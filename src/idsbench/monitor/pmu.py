@@ -4,13 +4,13 @@ supported", never an error."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from idsbench.proc import Child, Supervisor
 
 EVENT_SOURCES = Path("/sys/bus/event_source/devices")
 NOT_SUPPORTED = "not supported"
@@ -34,31 +34,26 @@ class PmuCounts:
 class PerfStat:
     """`perf stat -e instructions,cycles` on the sensor's processes, from start() to stop()."""
 
-    def __init__(self, pids: list[int]):
-        self.pids = pids
-        self.proc: subprocess.Popen[bytes] | None = None
+    def __init__(self, sup: Supervisor, pids: list[int]):
+        self.sup, self.pids = sup, pids
+        self.child: Child | None = None
         self.out = Path(tempfile.mkstemp(prefix="idsbench-perfstat-", suffix=".csv")[1])
 
     def start(self) -> None:
         if not self.pids:
             return
-        self.proc = subprocess.Popen(
+        self.child = self.sup.start(
             ["perf", "stat", "-x", ",", "-e", "instructions,cycles", "-o", str(self.out),
-             "-p", ",".join(str(p) for p in self.pids)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             "-p", ",".join(str(p) for p in self.pids)], name="perf-stat-pmu")
 
     def stop(self) -> PmuCounts | None:
-        if self.proc is None:
-            return None
         try:
-            self.proc.send_signal(signal.SIGINT)
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        try:
+            if self.child is None:
+                return None
+            self.sup.stop(self.child, timeout=10, sig=signal.SIGINT)  # perf writes its counts on SIGINT
             return parse_perf_csv(self.out.read_text())
         finally:
-            os.unlink(self.out)
+            self.out.unlink(missing_ok=True)
 
 
 def parse_perf_csv(text: str) -> PmuCounts:

@@ -1,16 +1,16 @@
-"""The sampling thread: one CSV row per tick on an absolute schedule (tick k at t0 + k*interval)."""
+"""The sampling thread: one CSV row per tick on an absolute schedule (tick k at t0 + k*interval), each
+appended whole (store/appender.py: a crash leaves no cut row a reader takes for a whole one)."""
 
 from __future__ import annotations
 
-import csv
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
 
 from idsbench.errors import SpecError
 from idsbench.monitor.base import Source, Value
+from idsbench.store.appender import RowAppender
 
 MAX_ERRORS = 20  # keep the first few error messages; count the rest
 
@@ -48,18 +48,13 @@ class Sampler:
         self.errors: list[str] = []
         self.error_count = 0
         self._t0 = 0.0
-        self._file: TextIO | None = None
-        self._writer: Any = None  # csv writer
+        self._file: RowAppender | None = None
         self._thread: threading.Thread | None = None
         self._row_lock = threading.Lock()  # rows come from the thread and from sample_now()
 
     def start(self) -> None:
         """Write the header, take every source's baseline, start the thread."""
-        self.out_csv.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(self.out_csv, "w", newline="")
-        self._writer = csv.writer(self._file)
-        self._writer.writerow(self.header)
-        self._file.flush()
+        self._file = RowAppender(self.out_csv, self.header)
         for s in self.sources:
             s.start()
         self._t0 = self._clock()
@@ -131,9 +126,8 @@ class Sampler:
             except Exception as e:
                 self._error(f"{type(s).__name__}.sample: {e}")
         row = [f"{self._wall():.3f}"] + [_fmt(values.get(c)) for c in self.header[1:]]
-        assert self._writer is not None and self._file is not None
-        self._writer.writerow(row)
-        self._file.flush()  # a crash loses at most the row being written
+        assert self._file is not None
+        self._file.append(row)  # on disk at once: a crash loses at most the row being written
         self.rows += 1
 
     def _error(self, message: str) -> None:

@@ -11,11 +11,10 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
-from idsbench import settings
+from idsbench import proc, settings
 from idsbench.buildonce import build_once
 from idsbench.errors import EnvironmentMissing
 
@@ -85,7 +84,7 @@ def program(name: str, cache: Path | None = None) -> Path:
 
     def compile_to(tmp: Path) -> None:
         argv = [cc, *CFLAGS, "-o", str(tmp), str(source_path(name)), *EXTRA_FLAGS.get(name, ())]
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+        done = proc.run(argv, timeout=600, check=False)
         if done.returncode != 0:
             raise EnvironmentMissing(
                 f"Building the native program {name} failed (`{' '.join(argv)}`): "

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 
-def json_report(text: str, program: str) -> tuple[dict[str, Any] | None, str]:  # Any: a probe program's JSON, typed by its caller
+def json_report(text: str, program: str) -> tuple[dict[str, object] | None, str]:
     """The JSON object a native probe program printed as its last line, else (None, why not)."""
     try:
         doc = json.loads(text.strip().splitlines()[-1]) if text.strip() else None

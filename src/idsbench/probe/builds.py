@@ -10,11 +10,11 @@ stamp's (the digest covers exactly those inputs), and `completed_from` says so. 
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
-from idsbench import settings
+from idsbench import proc, settings
 from idsbench.buildstamp import key_values, parse_build_stamp, parse_stamp, repo_root
+from idsbench.errors import EnvironmentMissing
 from idsbench.probemodel import SensorBuild
 
 STAMP = ".built"
@@ -46,9 +46,8 @@ def snort_record(script: Path | None = None) -> dict[str, str] | None:
     if not script.is_file():
         return None
     try:
-        done = subprocess.run(["bash", str(script), "--print-record"], capture_output=True, text=True,
-                              timeout=60, check=False, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
+        done = proc.run(["bash", str(script), "--print-record"], timeout=60, check=False)
+    except (EnvironmentMissing, OSError):  # no bash, or it did not finish
         return None
     return key_values(done.stdout) if done.returncode == 0 else None
 

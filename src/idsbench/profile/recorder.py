@@ -20,6 +20,7 @@ from idsbench.profile import hostside, perf
 from idsbench.profile.categories import CATEGORIES, qemu_role
 from idsbench.profile.hostside import HostSideTarget
 from idsbench.profile.threads import ProcessTime, ThreadTime, processes, role, snapshot, thread_cpu
+from idsbench.store.layout import PERF_DATA, PERF_HOST_DATA, PERF_HOST_RECORD_LOG, PERF_RECORD_LOG, PERF_STAT, PERF_STAT_LOG
 from idsbench.store.schema import (
     CategoryRecord,
     FunctionRecord,
@@ -28,12 +29,8 @@ from idsbench.store.schema import (
     ProfileRecord,
     ThreadRecord,
 )
+from idsbench.store.writers import write_perf_report
 
-PERF_DATA = "perf.data"
-PERF_STAT = "perf-stat.csv"
-PERF_REPORT = "perf-report.txt"
-PERF_HOST_DATA = "perf-host.data"      # a container runtime's processes (a VM's host side is perf.data)
-PERF_HOST_REPORT = "perf-host-report.txt"
 STOP_GRACE_S = 20.0  # perf record writes its buffers and build-ids on SIGINT
 
 
@@ -81,16 +78,16 @@ class Profiler:
             self.notes.append("profile: perf is not installed (apt-get install linux-perf): per-thread CPU only")
         else:
             self._stat = self.sup.start(perf.stat_argv(pids, self.out_dir / PERF_STAT), name="perf-stat",
-                                        stdout=self.out_dir / "perf-stat.log")
+                                        stdout=self.out_dir / PERF_STAT_LOG)
             if self.opts.record:
                 targets = sorted(set(pids) | set(host.pids)) if host is not None and shared else pids
                 self._record = self.sup.start(
                     perf.record_argv(targets, self.out_dir / PERF_DATA, self.opts.frequency_hz), name="perf-record",
-                    stdout=self.out_dir / "perf-record.log", grace_s=STOP_GRACE_S)
+                    stdout=self.out_dir / PERF_RECORD_LOG, grace_s=STOP_GRACE_S)
                 if host is not None and not shared:
                     self._host_record = self.sup.start(
                         perf.record_argv(host.pids, self.out_dir / PERF_HOST_DATA, self.opts.frequency_hz),
-                        name="perf-record-host", stdout=self.out_dir / "perf-record-host.log", grace_s=STOP_GRACE_S)
+                        name="perf-record-host", stdout=self.out_dir / PERF_HOST_RECORD_LOG, grace_s=STOP_GRACE_S)
         self._before = snapshot(pids)
         if host is not None:
             self._host_before = (snapshot(host.pids), processes(host.pids), self._read_measured())
@@ -175,7 +172,7 @@ class Profiler:
         except IdsbenchError as exc:
             self.notes.append(f"profile: perf report of the host side failed: {exc}")
             return None
-        (self.out_dir / PERF_HOST_REPORT).write_text(done.stdout)
+        write_perf_report(self.out_dir, done.stdout, host=True)
         return hostside.parse_rows(done.stdout)
 
     def _report(self) -> list[perf.SymbolShare]:
@@ -184,7 +181,7 @@ class Profiler:
         except IdsbenchError as exc:
             self.notes.append(f"profile: perf report failed: {exc}")
             return []
-        (self.out_dir / PERF_REPORT).write_text(done.stdout)
+        write_perf_report(self.out_dir, done.stdout)
         return perf.parse_report(done.stdout)
 
 

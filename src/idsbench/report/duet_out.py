@@ -5,7 +5,7 @@ packet judged on the paired per-sample ratios)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from idsbench.analysis.compare import Comparison, compare_tables
 from idsbench.analysis.duet import DuetResult, pair_row
@@ -19,7 +19,7 @@ PAIRED_METRIC = "sensor_us_per_pkt"
 
 def results_text(fmt: str, rows: Sequence[CaseResult], pairs: Sequence[DuetResult]) -> str:
     """The results of a duet campaign: the case rows (sides) then the pair rows."""
-    records = [*(r.to_row() for r in rows), *(pair_row(p) for p in pairs)]
+    records: list[Mapping[str, object]] = [*(r.to_row() for r in rows), *(pair_row(p) for p in pairs)]
     if fmt == "json":
         return export.to_json(records)
     if fmt == "csv":

@@ -33,11 +33,21 @@ from idsbench.report.hostside import host_side_view
 from idsbench.report.style import setup_colors
 from idsbench.report.table import Column, Figure, Measure, Table, Text, Value, metric_column, table
 from idsbench.store.campaigndoc import HostFingerprint
-from idsbench.store.layout import CAMPAIGN_FILE, COUNTERS_FILE, EVE_FILE, MONITOR_FILE, PROBE_FILE, REPORT_FILE, SUMMARY_FILE
+from idsbench.store.layout import (
+    CAMPAIGN_FILE,
+    COUNTERS_FILE,
+    EVE_FILE,
+    MONITOR_FILE,
+    PROBE_FILE,
+    SUMMARY_FILE,
+    SURICATA_CONFIG_FILE,
+    SURICATA_LOG_FILE,
+)
 from idsbench.store.reader import Campaign, load_campaign
 from idsbench.store.schema import CaseResult, SearchResult
+from idsbench.store.writers import figures_dir, write_report_html, write_report_table
 
-RAW_FILES = (SUMMARY_FILE, COUNTERS_FILE, MONITOR_FILE, EVE_FILE, "suricata.log", "suricata.yaml")
+RAW_FILES = (SUMMARY_FILE, COUNTERS_FILE, MONITOR_FILE, EVE_FILE, SURICATA_LOG_FILE, SURICATA_CONFIG_FILE)
 View = dict[str, object]  # what a template shows of one item: its values, printed by Jinja only
 
 # (title, metric): the contender's difference from the baseline in the metric's unit and format (its
@@ -53,13 +63,12 @@ def write_report(campaign_dir: Path | str, *, baseline: str = "baremetal",
     root = Path(campaign_dir)
     campaign = load_campaign(root)
     rows = case_table(campaign, cv_threshold=cv_threshold)
-    (root / "tables").mkdir(exist_ok=True)
     rows, pairs = with_duet(campaign, rows)  # a duet campaign: its pair rows join the tables
-    (root / "tables" / "cases.json").write_text(duet_out.results_text("json", rows, pairs) if pairs else tables.to_json(rows))
-    (root / "tables" / "cases.csv").write_text(duet_out.results_text("csv", rows, pairs) if pairs else tables.to_csv(rows))
+    write_report_table(root, "json", duet_out.results_text("json", rows, pairs) if pairs else tables.to_json(rows))
+    write_report_table(root, "csv", duet_out.results_text("csv", rows, pairs) if pairs else tables.to_csv(rows))
     colors = setup_colors([r.params.setup for r in rows])
     over = overhead(campaign, baseline)
-    figs = build_figures(campaign, rows, colors, root / "figures", baseline=baseline, overhead_rows=over)
+    figs = build_figures(campaign, rows, colors, figures_dir(root), baseline=baseline, overhead_rows=over)
     profiles = [v for r in rows if (v := _profile_view(campaign, r)) is not None]
     html = export.html_env(strict=True).get_template("report.html.j2").render(
         c=_meta(campaign), generated=time.strftime("%Y-%m-%d %H:%M:%S"), version=__version__,
@@ -80,11 +89,9 @@ def write_report(campaign_dir: Path | str, *, baseline: str = "baremetal",
         waterfall=_waterfall_table(campaign, [r for r in rows if r.samples]),
         profiles=profiles, profile_event=RECORD_EVENT, ab=ab_section(campaign, rows),
         rule_costs=rules_out.report_views(campaign), compared=_axis_views(rows),
-        duet=duet_section(campaign, root / "figures"),
+        duet=duet_section(campaign, figures_dir(root)),
     )
-    out = root / REPORT_FILE
-    out.write_text(html)
-    return out
+    return write_report_html(root, html)
 
 
 def _meta(campaign: Campaign) -> View:

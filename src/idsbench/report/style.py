@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 
 from idsbench.plan import trace_label
 from idsbench.store.schema import CaseParams, CaseResult
+from idsbench.store.writers import write_figure
 
 # Fixed colours for the known setups (same in every figure and every report); others get the rest.
 SETUP_COLORS = {"baremetal": "#1f77b4", "container": "#ff7f0e", "container-vtap": "#2ca02c",
@@ -121,11 +122,9 @@ class FigureFile:
 
 
 def save(fig: Figure, out_dir: Path, name: str, title: str, caption: str) -> FigureFile:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    svg, png = out_dir / f"{name}.svg", out_dir / f"{name}.png"
     with matplotlib.rc_context({"svg.hashsalt": name, "svg.fonttype": "path"}):
-        buf = io.BytesIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None})
-        svg.write_bytes(buf.getvalue())
+        svg, png = io.BytesIO(), io.BytesIO()
+        fig.savefig(svg, format="svg", metadata={"Date": None})
         fig.savefig(png, format="png", dpi=110)
-    return FigureFile(name, title, caption, svg, png)
+    svg_path, png_path = write_figure(out_dir, name, svg.getvalue(), png.getvalue())
+    return FigureFile(name, title, caption, svg_path, png_path)

@@ -13,9 +13,9 @@ from idsbench.probe.diff import diff, load
 from idsbench.probe.noise import NOISY_LABEL, measure_noise, noise_exceeds, piece_seconds
 from idsbench.probe.warnings import warnings as trap_warnings
 from idsbench.probemodel import NoiseProbe
-from idsbench.store import atomic
 from idsbench.store.layout import PROBE_FILE, CampaignDir
 from idsbench.store.schema import TraceRecord
+from idsbench.store.writers import write_probe
 from idsbench.traffic.replay import planned_seconds, requested_pps
 
 
@@ -61,7 +61,7 @@ def record_probe(layout: CampaignDir, *, probe_suricata: bool, noise: NoiseProbe
     out = trap_warnings(probe)
     path = layout.root / PROBE_FILE
     if not path.is_file():
-        atomic.write_json(path, probe.model_dump(mode="json"))
+        write_probe(layout.root, probe)
         return out
     try:
         first = load(path)

@@ -27,7 +27,6 @@ from idsbench.sensors import registry, rulesets
 from idsbench.sensors.base import SensorEngine, SensorOptions
 from idsbench.setups.registry import preflight as setup_preflight
 from idsbench.spec import DEFAULT_CONFIG, DEFAULT_RULESET, Spec
-from idsbench.store import atomic
 from idsbench.store.campaigndoc import (
     CampaignDoc,
     ConfigInput,
@@ -40,9 +39,10 @@ from idsbench.store.campaigndoc import (
     TraceInput,
 )
 from idsbench.store.environment import fingerprint, sha256_file
-from idsbench.store.layout import CampaignDir
+from idsbench.store.layout import PREFLIGHT_DIR, CampaignDir
 from idsbench.store.reader import read_campaign_doc
 from idsbench.store.schema import PerSecond, PlannedCase, RunOrderRecord, TraceRecord
+from idsbench.store.writers import write_campaign_doc
 from idsbench.traffic.pcap import read_info
 from idsbench.traffic.resolve import resolve_trace, synth_metadata
 
@@ -138,7 +138,7 @@ def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path
             key = options_key(name, ruleset)
             rule_loads[key] = rulesets.rule_loads(options[key].rules, rule_sources(settings, engine, refs))
             for config in axis_values(cases, "config"):  # every configuration the campaign runs must load
-                check_dir = out_dir / "preflight" / name
+                check_dir = out_dir / PREFLIGHT_DIR / name
                 check_dir.mkdir(parents=True, exist_ok=True)
                 engine.config_test(dataclasses.replace(options[key], config_overlay=overlays.get(config)),
                                    check_dir)
@@ -150,11 +150,11 @@ def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path
         overlays=overlays,
     )
     if not layout.campaign_file.exists():
-        atomic.write_json(layout.campaign_file, campaign_doc(ctx, spec, cases, order).to_json())
+        write_campaign_doc(layout.root, campaign_doc(ctx, spec, cases, order))
     ctx.warnings.extend(noise_warnings)
     ctx.warnings.extend(record_probe(layout, probe_suricata="suricata" in engines, noise=noise))
     ground_truths(ctx, cases)
-    shutil.rmtree(out_dir / "preflight", ignore_errors=True)
+    shutil.rmtree(out_dir / PREFLIGHT_DIR, ignore_errors=True)
     return ctx, cases
 
 

@@ -9,7 +9,6 @@ order are unit-tested with fakes; the real ones are the defaults.
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,8 +25,6 @@ from idsbench.run.verdict import SampleFacts, Verdict, judge
 from idsbench.sensors import ruleprofile
 from idsbench.sensors.base import CounterPoint, Counters, SensorRun
 from idsbench.setups.base import HostSide
-from idsbench.store import atomic
-from idsbench.store.layout import COUNTERS_FILE, SUMMARY_FILE
 from idsbench.store.schema import (
     ArtifactIntegrity,
     CaseParams,
@@ -38,6 +35,8 @@ from idsbench.store.schema import (
     SensorCostRecord,
     SensorRecord,
 )
+from idsbench.store.series_file import write_counters
+from idsbench.store.writers import write_summary
 from idsbench.teardown import TeardownStack
 
 __all__ = ["MARKER_SIDS", "SampleDeps", "SampleOutcome", "SampleRun", "SenderGroup"]
@@ -85,7 +84,7 @@ class SampleRun:
         self.phase("collect")
         self.timeline.enter("analysis")
         summary, warnings = self._collect(sample_dir, started)
-        atomic.write_json(sample_dir / SUMMARY_FILE, summary.to_json())
+        write_summary(sample_dir, summary)
         return SampleOutcome(summary, warnings)
 
     def _run_in(self, stack: TeardownStack, sample_dir: Path) -> None:
@@ -97,7 +96,7 @@ class SampleRun:
                 profiler = self._profiler(session, sample_dir)
                 if profiler is not None:
                     profiler.start()
-                pmu = None if pmu_missing() else PerfStat(session.sensor_pids())
+                pmu = None if pmu_missing() else PerfStat(session.sup, session.sensor_pids())
                 if pmu is not None:
                     pmu.start()
                 try:
@@ -162,7 +161,7 @@ class SampleRun:
                                                                 method=r.method)
                                                   for r in (session.run_facts.rule_loads if session else ())))
             detection = self._detection(run)
-        _write_counters_csv(sample_dir / COUNTERS_FILE, series)
+        write_counters(sample_dir, series)
         warnings.extend(_rule_profile(sample_dir, self.case.engine))
         verdict = self._verdict(counters, integrity)
         warnings.extend(verdict.warnings)
@@ -250,12 +249,3 @@ def _rule_profile(sample_dir: Path, engine: str) -> list[str]:
     profiling engine left none (sensors/ruleprofile.py: Suricata's rule_perf.log or Snort's table)."""
     return ruleprofile.collect_sample(sample_dir, engine)
 
-
-def _write_counters_csv(path: Path, series: list[CounterPoint]) -> None:
-    names = Counters.field_names()
-    with open(path, "w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["t_unix", "uptime_s", *names])
-        for point in series:
-            row = point.counters.as_dict()
-            writer.writerow([f"{point.t_unix:.6f}", f"{point.uptime_s:.3f}", *(row[n] for n in names)])

@@ -49,7 +49,7 @@ from idsbench.run.verdict import describe_exit
 from idsbench.sensors.base import CounterPoint, Counters, SensorRun
 from idsbench.setups.base import Launched, Setup, SetupRequest
 from idsbench.setups.registry import make_setup
-from idsbench.store.layout import MONITOR_FILE
+from idsbench.store.layout import CONSOLE_FILE, MONITOR_FILE
 from idsbench.store.schema import Placement, WireRecord
 from idsbench.store.waterfall import Waterfall
 from idsbench.teardown import TeardownStack
@@ -261,7 +261,7 @@ class SensorSession:
         self.timeline.enter("sensor_start")
         if rf.options.bypass == "xdp":  # Suricata's XDP filter: detached at teardown, also after a SIGKILL
             self.stack.push(XdpResource(setup.capture_interface(), wire.sensor_ns))
-        child = self.child = setup.launch(run.argv, stdout=self.sample_dir / "stdout.txt")
+        child = self.child = setup.launch(run.argv, stdout=self.sample_dir / CONSOLE_FILE)
         # A sensor stuck at its memory limit may stall in reclaim instead of being OOM-killed:
         # the wait ends once its group sat there for a few seconds (cgroups.StarvationWatch).
         watch = cgroups.StarvationWatch(stats.memory_events) if isinstance(stats, cgroups.MemoryReadable) else None

@@ -21,8 +21,9 @@ from idsbench.run.context import CampaignContext
 from idsbench.run.facts import case_options
 from idsbench.store import atomic
 from idsbench.store.environment import sha256_file
-from idsbench.store.layout import TRUTH_DIR
+from idsbench.store.layout import PREFLIGHT_DIR
 from idsbench.store.schema import GroundTruth
+from idsbench.store.writers import write_truth
 
 TRUTH_VERSION = 1
 
@@ -41,7 +42,7 @@ def ground_truths(ctx: CampaignContext, cases: list[Case]) -> None:
             continue
         truth = case_truth(ctx, case, digest)
         if truth is not None:
-            atomic.write_json(ctx.layout.root / TRUTH_DIR / f"{case.case_id}.json", truth.model_dump(mode="json"))
+            write_truth(ctx.layout.root, truth)
 
 
 def case_truth(ctx: CampaignContext, case: Case, digest: Callable[[Path], str]) -> GroundTruth | None:
@@ -77,7 +78,7 @@ def _cached(ctx: CampaignContext, case: Case, pcap: Path, sha: str,
         return {int(k): int(v) for k, v in json.loads(path.read_text()).items()}
     except (OSError, ValueError, AttributeError):
         pass
-    work = ctx.layout.root / "preflight" / f"truth-{sha[:12]}"
+    work = ctx.layout.root / PREFLIGHT_DIR / f"truth-{sha[:12]}"
     work.mkdir(parents=True, exist_ok=True)
     alerts = engine.offline_alerts(pcap, options, work)
     if alerts is None:

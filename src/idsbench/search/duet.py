@@ -52,9 +52,9 @@ from idsbench.search.campaign import describe
 from idsbench.search.measure import Allocation, Carry, Trial, trial_count, trial_record
 from idsbench.search.run import CONTROLLER, loss_of_sample, median_results, tolerance_result
 from idsbench.spec import Spec
-from idsbench.store import atomic
 from idsbench.store.layout import SEARCH_DIR, SEARCH_FILE
 from idsbench.store.schema import SampleSummary, SearchGoals, SearchRepeat, SearchResult, ToleranceResult, TrialRecord
+from idsbench.store.writers import write_search_result
 from idsbench.teardown import TeardownStack
 from idsbench.traffic.rewrite import MAX_INDEX, distinct_copy
 
@@ -323,7 +323,7 @@ class DuetSearch:
                 notes=tuple(self.notes), repeats=tuple(repeats[side]), goals=goals,
                 allocation_cpus=self.allocation)
             (self.root / case.case_id).mkdir(parents=True, exist_ok=True)
-            atomic.write_json(self.root / case.case_id / SEARCH_FILE, result.model_dump(mode="json"))
+            write_search_result(self.root / case.case_id, result)
             out[side] = result
         return out
 

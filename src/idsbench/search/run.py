@@ -34,8 +34,7 @@ from idsbench.run.session import Phase, SampleDeps
 from idsbench.search import mlr
 from idsbench.search.axis import Axis, axis_for
 from idsbench.search.measure import Measurer, Trial, trial_count
-from idsbench.store import atomic
-from idsbench.store.layout import SEARCH_DIR, SEARCH_FILE
+from idsbench.store.layout import SEARCH_DIR
 from idsbench.store.schema import (
     SampleSummary,
     SearchGoals,
@@ -45,6 +44,7 @@ from idsbench.store.schema import (
     TrialRecord,
 )
 from idsbench.store.waterfall import Waterfall
+from idsbench.store.writers import write_search_result
 
 CONTROLLER = "MLRsearch 1.2.1"
 
@@ -112,7 +112,7 @@ class CaseSearch:
                               initial_trial_s=min(g.initial_trial_s, g.final_trial_s), final_trial_s=g.final_trial_s,
                               duration_sum_s=max(g.duration_sum_s, g.final_trial_s), controller=CONTROLLER),
             allocation_cpus=case_facts(self.ctx, self.case, self.deps.available_cpus()).allocation)
-        atomic.write_json(self.dir / SEARCH_FILE, result.model_dump(mode="json"))
+        write_search_result(self.dir, result)
         return result
 
     def _one_search(self, axis: Axis) -> tuple[Axis, list[mlr.GoalOutcome]]:

@@ -18,11 +18,9 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from idsbench.store.rule_profile import RULE_PROFILE_FILE, RuleCost, match_count, write_profile
+from idsbench.store.layout import CONSOLE_FILE, RULE_PERF_FILE, SNORT_CONFIG_FILE
+from idsbench.store.rule_profile import RuleCost, match_count, write_profile
 
-SURICATA_RULE_PERF = "rule_perf.log"
-SNORT_CONSOLE = "stdout.txt"  # sensors/snort CONSOLE_FILE: Snort prints its rule profile there
-SNORT_CONFIG = "snort.lua"  # sensors/snort CONFIG_FILE: names the rule files the run loaded
 # keywords that make a rule expensive or stateful, named in the report beside its cost
 HINT_KEYWORDS = ("pcre", "flowbits", "byte_jump", "byte_test", "byte_extract", "isdataat", "dsize", "xbits",
                  "threshold", "base64_decode", "lua", "dataset", "fast_pattern")
@@ -209,22 +207,22 @@ def write_without_category(source: Path, category: str, out: Path) -> int:
 def profile_of(sample_dir: Path) -> tuple[str, list[RuleCost]] | None:
     """(the file it came from, the rules) of the profile a run left in `sample_dir`; None when it left
     none. ValueError (naming the file) when the engine's output is there but does not read as a profile."""
-    suricata = sample_dir / SURICATA_RULE_PERF
+    suricata = sample_dir / RULE_PERF_FILE
     if suricata.is_file():
         try:
-            return SURICATA_RULE_PERF, parse_suricata_rule_perf(suricata.read_text(errors="replace"))
+            return RULE_PERF_FILE, parse_suricata_rule_perf(suricata.read_text(errors="replace"))
         except (ValueError, KeyError) as exc:
-            raise ValueError(f"{SURICATA_RULE_PERF}: {exc}") from exc
-    console = sample_dir / SNORT_CONSOLE
+            raise ValueError(f"{RULE_PERF_FILE}: {exc}") from exc
+    console = sample_dir / CONSOLE_FILE  # Snort prints its rule profile there
     if console.is_file():
         try:
             text = console.read_text(errors="replace")
-            known = loaded_rules(snort_rule_files(sample_dir / SNORT_CONFIG)) if _SNORT_TITLE_TEXT in text else set()
+            known = loaded_rules(snort_rule_files(sample_dir / SNORT_CONFIG_FILE)) if _SNORT_TITLE_TEXT in text else set()
             rules = parse_snort_rule_profile(text, known)
         except ValueError as exc:
-            raise ValueError(f"{SNORT_CONSOLE}: {exc}") from exc
+            raise ValueError(f"{CONSOLE_FILE}: {exc}") from exc
         if rules is not None:
-            return SNORT_CONSOLE, rules
+            return CONSOLE_FILE, rules
     return None
 
 
@@ -234,9 +232,7 @@ def collect(sample_dir: Path) -> Path | None:
     found = profile_of(sample_dir)
     if found is None:
         return None
-    out = sample_dir / RULE_PROFILE_FILE
-    write_profile(out, found[1])
-    return out
+    return write_profile(sample_dir, found[1])
 
 
 def profiling_requested(engine: str) -> bool:
@@ -249,8 +245,8 @@ def collect_sample(sample_dir: Path, engine: str) -> list[str]:
     one that does not read (the sample keeps its other results)."""
     try:
         if collect(sample_dir) is None and profiling_requested(engine):
-            return [f"{engine} left no rule profile ({SURICATA_RULE_PERF}, or Snort's rule profile table in "
-                    f"{SNORT_CONSOLE}; Snort prints none when no rule was evaluated): this sample has none"]
+            return [f"{engine} left no rule profile ({RULE_PERF_FILE}, or Snort's rule profile table in "
+                    f"{CONSOLE_FILE}; Snort prints none when no rule was evaluated): this sample has none"]
     except ValueError as exc:
         return [f"the rule profile does not read ({exc}): this sample has none"]
     return []

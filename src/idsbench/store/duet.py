@@ -10,12 +10,15 @@ Written last, after both sides' summaries: a duet sample is complete iff it exis
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 from pydantic import Field
 
+from idsbench.store.atomic import write_csv, write_json
 from idsbench.store.layout import DUET_DIR, DUET_FILE, MONITOR_FILE
 from idsbench.store.schema import Record
+from idsbench.store.series_file import complete_text, series_rows
 
 
 class DuetSideRecord(Record):
@@ -50,6 +53,13 @@ class DuetSampleRecord(Record):
         return next((s for s in self.sides if s.side == name), None)
 
 
+def write_duet_record(pair_dir: Path, record: DuetSampleRecord) -> Path:
+    """duet.json, written last (after both sides' summaries): the duet sample is complete."""
+    path = pair_dir / DUET_FILE
+    write_json(path, record.model_dump(mode="json"))
+    return path
+
+
 def duet_samples(campaign_root: Path) -> dict[str, list[DuetSampleRecord]]:
     """Every pair's sample records, by pair id, in sample order (unreadable ones left out)."""
     out: dict[str, list[DuetSampleRecord]] = {}
@@ -70,10 +80,10 @@ def duet_samples(campaign_root: Path) -> dict[str, list[DuetSampleRecord]]:
 def read_monitor_rows(path: Path) -> list[dict[str, float | None]]:
     """A monitor.csv as rows of floats (empty cells: None); [] when missing."""
     try:
-        with open(path, newline="") as fh:
-            return [{k: (float(v) if v not in ("", None) else None) for k, v in row.items()} for row in csv.DictReader(fh)]
+        rows = series_rows(path).rows
     except FileNotFoundError:
         return []
+    return [{k: (float(v) if v not in ("", None) else None) for k, v in row.items()} for row in rows]
 
 
 def pair_monitor(campaign_root: Path, pair_id: str, index: int) -> list[dict[str, float | None]]:
@@ -87,13 +97,10 @@ def project_monitor(pair_csv: Path, side: str, out_csv: Path) -> None:
     ones (host, sender) as they are, the other side's left out. The same raw readings, renamed."""
     other = "b_" if side == "a" else "a_"
     own = f"{side}_"
-    with open(pair_csv, newline="") as src, open(out_csv, "w", newline="") as dst:
-        reader = csv.reader(src)
-        header = next(reader, None)
-        if header is None:
-            return
-        keep = [i for i, name in enumerate(header) if not name.startswith(other)]
-        writer = csv.writer(dst)
-        writer.writerow([header[i].removeprefix(own) for i in keep])
-        for row in reader:
-            writer.writerow([row[i] if i < len(row) else "" for i in keep])
+    reader = csv.reader(io.StringIO(complete_text(pair_csv), newline=""))
+    header = next(reader, None)
+    if header is None:
+        return
+    keep = [i for i, name in enumerate(header) if not name.startswith(other)]
+    write_csv(out_csv, [header[i].removeprefix(own) for i in keep],
+              ([row[i] if i < len(row) else "" for i in keep] for row in reader))

@@ -6,11 +6,11 @@ import hashlib
 import os
 import platform
 import re
-import subprocess
 import sys
 from pathlib import Path
 
-from idsbench import __version__
+from idsbench import __version__, proc
+from idsbench.errors import EnvironmentMissing
 from idsbench.store.campaigndoc import HostFingerprint
 
 
@@ -64,8 +64,8 @@ def cgroup_version() -> str:
 
 def tcpreplay_version() -> str:
     try:
-        out = subprocess.run(["tcpreplay", "-V"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
+        out = proc.run(["tcpreplay", "-V"], timeout=10, check=False)
+    except (EnvironmentMissing, OSError):  # not installed, or it hung
         return "missing"
     match = re.search(r"tcpreplay version:\s*(\S+)", out.stdout + out.stderr)
     return match.group(1) if match else "unknown"

@@ -11,23 +11,77 @@ from pathlib import Path
 
 from idsbench.store.summaryfile import read_summary
 
+# --- the campaign directory ------------------------------------------------------------------------
 CAMPAIGN_FILE = "campaign.json"
 PROBE_FILE = "probe.json"
 PROBES_DIR = "probes"          # campaigns on hosts: probes/<host>.json
-HOSTS_FILE = "hosts.json"      # a sample run on hosts: pair, clock offsets, artifact checksums
 CASES_DIR = "cases"
-SUMMARY_FILE = "summary.json"
-MONITOR_FILE = "monitor.csv"
-COUNTERS_FILE = "counters.csv"
-EVE_FILE = "eve.json"
-SERIES_DIR = "series"
 REPORT_FILE = "report.html"
+TABLES_DIR = "tables"          # the report's tables: tables/cases.json, tables/cases.csv
+CASES_TABLE = "cases"          # … with the format as its suffix
+FIGURES_DIR = "figures"        # the report's figures: figures/<name>.svg and .png
+SERIES_DIR = "series"          # the result store's per-campaign parquet copies of the series
 SEARCH_DIR = "search"          # <campaign>/search/<case_id>/search.json + trial directories
 SEARCH_FILE = "search.json"
 TRUTH_DIR = "truth"            # <campaign>/truth/<case_id>.json: the offline ground truth of a case
 DUET_DIR = "duet"              # <campaign>/duet/<pair_id>/s<k>/duet.json + monitor.csv (both sides)
 DUET_FILE = "duet.json"
+PREFLIGHT_DIR = "preflight"     # the preflights' work (config tests, ground truth runs); removed after
+
+# --- a sample directory (cases/<case_id>/s<k>/): idsbench's files ---------------------------------------
+SUMMARY_FILE = "summary.json"
+MONITOR_FILE = "monitor.csv"
+COUNTERS_FILE = "counters.csv"
+RULE_PROFILE_FILE = "rule_profile.csv"
+HOSTS_FILE = "hosts.json"      # a sample run on hosts: pair, clock offsets, artifact checksums
+SENDER_MONITOR_FILE = "sender-monitor.csv"  # … and the sender host's own monitor
+REPLAY_NATIVE_FILE = "replay-native.json"   # the native replayer's record (all its replayers)
+REPLAY_OUTPUT = "replay-{index}.txt"        # each tcpreplay's output: replay_output(i)
+# … the engines' files (written by the engine or rendered by its adapter)
+CONSOLE_FILE = "stdout.txt"    # every engine's console (Snort prints its rule profile there)
+EVE_FILE = "eve.json"
+SURICATA_CONFIG_FILE = "suricata.yaml"
+SURICATA_LOG_FILE = "suricata.log"
+SURICATA_PID_FILE = "suricata.pid"
+RULE_PERF_FILE = "rule_perf.log"            # Suricata's rule profile
+SNORT_CONFIG_FILE = "snort.lua"
+CAPTURE_STATS_FILE = "capture-stats.json"   # the capture-only engine's counters
+# … the setups' files
+VM_FILE = "vm.json"
+CONTAINER_FILE = "container.json"
+QEMU_LOG_FILE = "qemu.txt"     # qemu's own output (and its trace events)
+CONSOLE_LOG_FILE = "console.log"  # a guest's kernel console
+GUEST_CSV_FILE = "guest.csv"   # the guest init's monitor rows
+DOCKERD_LOG_FILE = "dockerd.log"
+# … the profiler's files (profile/recorder.py)
+PERF_DATA = "perf.data"
+PERF_STAT = "perf-stat.csv"
+PERF_REPORT = "perf-report.txt"
+PERF_HOST_DATA = "perf-host.data"      # a container runtime's processes (a VM's host side is perf.data)
+PERF_HOST_REPORT = "perf-host-report.txt"
+PERF_RECORD_LOG = "perf-record.log"
+PERF_HOST_RECORD_LOG = "perf-record-host.log"
+PERF_STAT_LOG = "perf-stat.log"
+
+# --- a guest run's output directory (setups/vm/guestrun.py) and the nested VFIO lab's (lab/vfio.py) ---
+GUESTRUN_FILE = "guestrun.json"
+GUEST_OUTPUT_FILE = "output.txt"       # the command's output in the guest
+LAB_SPEC_FILE = "spec.json"            # the spec as the outer VM reads it
+LAB_INNER_FILE = "inner.json"          # what the outer VM saw (lab/vfio_inner.py)
+LAB_QEMU_EVENTS_FILE = "qemu-events.json"  # the outer qemu's trace events, counted
+LAB_CAMPAIGN_DIR = "campaign"          # the campaign run in the outer VM
+
 KEPT_ON_RESUME = ("ok", "invalid", "oom")
+
+
+def replay_output(index: int) -> str:
+    """The output file of replayer `index` (tcpreplay's own report)."""
+    return REPLAY_OUTPUT.format(index=index)
+
+
+def cases_table(fmt: str) -> str:
+    """The report's case table in `fmt` ("json" or "csv")."""
+    return f"{CASES_TABLE}.{fmt}"
 
 
 @dataclass(frozen=True)

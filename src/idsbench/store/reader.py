@@ -26,13 +26,14 @@ from idsbench.store.layout import (
     EVE_FILE,
     PROBE_FILE,
     PROBES_DIR,
+    RULE_PROFILE_FILE,
     SEARCH_DIR,
     SEARCH_FILE,
     SUMMARY_FILE,
     TRUTH_DIR,
     CampaignDir,
 )
-from idsbench.store.rule_profile import RULE_PROFILE_FILE, RuleCost, read_profile
+from idsbench.store.rule_profile import RuleCost, read_profile
 from idsbench.store.schema import CaseParams, GroundTruth, PlannedCase, SampleSummary, SearchResult
 from idsbench.store.summaryfile import read_summary
 

@@ -14,7 +14,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Literal
 
-RULE_PROFILE_FILE = "rule_profile.csv"
+from idsbench.store.atomic import write_csv
+from idsbench.store.layout import RULE_PROFILE_FILE
+
 Unit = Literal["ticks", "us"]
 UNITS: tuple[Unit, ...] = ("ticks", "us")
 LEGACY_UNIT: Unit = "ticks"  # files without a unit column came from Suricata's profiler
@@ -40,12 +42,12 @@ class RuleCost:
 COLUMNS = tuple(f.name for f in fields(RuleCost))
 
 
-def write_profile(path: Path, costs: Sequence[RuleCost]) -> None:
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(COLUMNS)
-        for c in sorted(costs, key=lambda c: -c.ticks_total):
-            w.writerow(["" if getattr(c, name) is None else getattr(c, name) for name in COLUMNS])
+def write_profile(sample_dir: Path, costs: Sequence[RuleCost]) -> Path:
+    """rule_profile.csv, the costliest rule first."""
+    path = sample_dir / RULE_PROFILE_FILE
+    write_csv(path, COLUMNS, (["" if getattr(c, name) is None else getattr(c, name) for name in COLUMNS]
+                              for c in sorted(costs, key=lambda c: -c.ticks_total)))
+    return path
 
 
 def _unit(value: str | None, path: Path) -> Unit:

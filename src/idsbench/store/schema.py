@@ -9,7 +9,7 @@ existing campaign.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import ConfigDict, Field, JsonValue
 
@@ -587,7 +587,7 @@ class CaseResult(Record):
             out.update({"duet_side": self.duet_side, "duet_pair": self.duet_pair})
         return out
 
-    def to_row(self) -> dict[str, Any]:  # Any: the results contract's JSON object, handed to the exporters
+    def to_row(self) -> dict[str, object]:  # the results contract: a JSON object, handed to the exporters
         p = self.params
         row: dict[str, object] = {"case": self.case, "setup": p.setup, "engine": p.engine, "trace": p.trace,
                                "replayers": p.replayers, "rate": p.rate, "sender": p.sender,

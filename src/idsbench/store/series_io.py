@@ -1,18 +1,22 @@
-"""Reading a sample's CSV series (monitor.csv, counters.csv) into numeric, time-sorted frames."""
+"""Reading a sample's CSV series (monitor.csv, counters.csv) into numeric, time-sorted frames (complete
+lines only: store/series_file.py)."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from idsbench.store.series_file import complete_bytes
+
 
 def read_series(path: Path) -> pd.DataFrame | None:
     """A sample's CSV (needs a t_unix column) with numeric columns, sorted by time; None if absent."""
     try:
-        df = pd.read_csv(path)
+        df = pd.read_csv(io.BytesIO(complete_bytes(path)))
     except (FileNotFoundError, pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError):
         return None
     if "t_unix" not in df.columns or df.empty:
@@ -27,12 +31,11 @@ def _tidy(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-
 def read_csv_fast(path: Path) -> pd.DataFrame | None:
     """read_series (numeric, sorted, one row per t_unix), via Arrow's CSV reader
     (~20x faster); falls back to pandas for a file Arrow rejects (e.g. a cut last line)."""
     try:
-        df = pacsv.read_csv(path).to_pandas()
+        df = pacsv.read_csv(pa.BufferReader(complete_bytes(path))).to_pandas()
     except FileNotFoundError:
         return None
     except (pa.ArrowInvalid, OSError):

@@ -11,11 +11,14 @@ import json
 import mmap
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
+
+from pydantic import TypeAdapter
 
 from idsbench import native, settings
 from idsbench.errors import EnvironmentMissing, InputError
@@ -70,10 +73,14 @@ class TraceInfo:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TraceInfo:  # Any: this dataclass's cached JSON, rebuilt by keyword
-        d = dict(d)
-        d["per_second"] = tuple(d.get("per_second") or ())
-        return cls(**d)
+    def from_dict(cls, d: Mapping[str, object]) -> TraceInfo:
+        """The dataclass from its cached JSON, validated (a ValueError when it does not fit)."""
+        return _trace_info_adapter().validate_python(d)
+
+
+@cache
+def _trace_info_adapter() -> TypeAdapter[TraceInfo]:
+    return TypeAdapter(TraceInfo)
 
 
 class Packet(NamedTuple):
@@ -231,7 +238,7 @@ def _scan(p: Path, engine: str, sha256: bool) -> TraceInfo:
         finally:
             if sha256:
                 hasher.join()
-    return TraceInfo.from_dict({**info.to_dict(), "sha256": digests[0] if digests else ""})
+    return replace(info, sha256=digests[0] if digests else "")
 
 
 def from_native(p: Path, doc: traceinfo_native.IbtraceReport, sha256: str) -> TraceInfo:

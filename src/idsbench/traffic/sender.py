@@ -23,6 +23,7 @@ from idsbench import native
 from idsbench.errors import SpecError
 from idsbench.proc import Supervisor, wait_all
 from idsbench.spec import Rate
+from idsbench.store.layout import REPLAY_NATIVE_FILE, replay_output
 from idsbench.traffic import native_replay, replay
 from idsbench.traffic.replay import ReplayResult
 
@@ -92,7 +93,7 @@ class TcpreplaySender:
     def processes(self, job: ReplayJob) -> list[SenderProcess]:
         return [SenderProcess(f"tcpreplay-{i}", tuple(replay.tcpreplay_argv(
                     job.interface, pcap, job.rate, job.loops, job.trace_bytes, job.duration_s)),
-                    f"replay-{i}.txt", (i,))
+                    replay_output(i), (i,))
                 for i, pcap in enumerate(job.pcaps)]
 
     def results(self, job: ReplayJob, outputs: Sequence[SenderOutput]) -> list[ReplayResult]:
@@ -120,7 +121,7 @@ class NativeSender:
         program = self.program or native.program(native_replay.PROGRAM)
         argv = native_replay.ibreplay_argv(program, job.interface, job.pcaps, job.rate, job.loops,
                                            job.duration_s, job.cpus, self.options)
-        return [SenderProcess("ibreplay", tuple(argv), "replay-native.json", tuple(range(len(job.pcaps))))]
+        return [SenderProcess("ibreplay", tuple(argv), REPLAY_NATIVE_FILE, tuple(range(len(job.pcaps))))]
 
     def results(self, job: ReplayJob, outputs: Sequence[SenderOutput]) -> list[ReplayResult]:
         (out,) = outputs

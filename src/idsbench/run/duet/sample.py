@@ -19,10 +19,10 @@ from idsbench.run.duet.place import slot_of, swapped
 from idsbench.run.duet.session import DuetDeps, DuetSession, DuetTrialOutcome
 from idsbench.run.sample import SampleRun
 from idsbench.run.session import Phase
-from idsbench.store import atomic
-from idsbench.store.duet import DuetSampleRecord, DuetSideRecord, project_monitor
-from idsbench.store.layout import DUET_FILE, MONITOR_FILE, SUMMARY_FILE
+from idsbench.store.duet import DuetSampleRecord, DuetSideRecord, project_monitor, write_duet_record
+from idsbench.store.layout import MONITOR_FILE
 from idsbench.store.schema import SampleSummary
+from idsbench.store.writers import write_summary
 from idsbench.teardown import TeardownStack
 
 
@@ -86,11 +86,11 @@ class DuetSampleRun:
         for name, side in self.sides.items():
             side.timeline.enter("analysis")
             summary, side_warnings = side.summarize(dirs[name], started)
-            atomic.write_json(dirs[name] / SUMMARY_FILE, summary.to_json())
+            write_summary(dirs[name], summary)
             summaries[name] = summary
             warnings += [f"side {name}: {w}" for w in side_warnings]
         record = self._record(summaries)
-        atomic.write_json(pair_dir / DUET_FILE, record.model_dump(mode="json"))
+        write_duet_record(pair_dir, record)
         return DuetSampleOutcome(record, summaries, warnings)
 
     def _run_in(self, stack: TeardownStack, dirs: dict[str, Path], pair_dir: Path) -> None:

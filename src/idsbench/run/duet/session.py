@@ -39,7 +39,7 @@ from idsbench.run.session import Monitor, Phase, SampleDeps, SenderGroup, Sensor
 from idsbench.run.timeline import Timeline
 from idsbench.run.verdict import describe_exit
 from idsbench.setups.base import SetupRequest
-from idsbench.store.layout import MONITOR_FILE
+from idsbench.store.layout import CONSOLE_FILE, MONITOR_FILE
 from idsbench.store.schema import Placement
 from idsbench.teardown import TeardownStack
 from idsbench.wire.mirror import MirrorEnds, MirrorWire
@@ -210,7 +210,7 @@ class DuetSession:
         for side in self.order:
             s = side.session
             assert s.setup is not None and s.run is not None
-            s.child = s.setup.launch(s.run.argv, stdout=s.sample_dir / "stdout.txt")
+            s.child = s.setup.launch(s.run.argv, stdout=s.sample_dir / CONSOLE_FILE)
         self._enter("ready")
         return all(self._wait_ready(side) for side in self.order)
 

@@ -27,10 +27,9 @@ from idsbench.errors import EnvironmentMissing, SpecError
 from idsbench.sensors.base import SensorOptions, requirement_met
 from idsbench.sensors.capture.config import METHODS, RingOptions, ibcapture_argv, tcpdump_argv
 from idsbench.sensors.capture.run import AFPACKET, LIBPCAP, CaptureRun
+from idsbench.store.layout import CAPTURE_STATS_FILE, CONSOLE_FILE
 
 SETTINGS = {"threads", "block_size", "block_count", "block_timeout_ms", "buffer_kib"}
-STATS_FILE = "capture-stats.json"
-CONSOLE_FILE = "stdout.txt"
 L2_SLACK = 14 + 8 + 64  # Ethernet header, two VLAN tags, the TPACKET_V3 headers: what a block must hold
 
 
@@ -154,7 +153,7 @@ class Capture:
         settings = capture_settings(options)
         run_dir = Path(run_dir).resolve()
         run_dir.mkdir(parents=True, exist_ok=True)
-        stats = run_dir / STATS_FILE
+        stats = run_dir / CAPTURE_STATS_FILE
         if method == AFPACKET:
             threads = settings["threads"] or 1
             argv = ibcapture_argv(self._program("ibcapture"), interface, stats,

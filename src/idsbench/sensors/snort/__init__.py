@@ -40,10 +40,10 @@ from idsbench.sensors.snort.rules import render_event_filters
 from idsbench.sensors.snort.run import SnortRun
 from idsbench.sensors.snort.runtime import runtime_packages
 from idsbench.sensors.snort.variables import Variables, rule_variables
+from idsbench.store.layout import CONSOLE_FILE, SNORT_CONFIG_FILE
+from idsbench.store.writers import write_sensor_config
 
 CONFIG_TEST_TIMEOUT_S = 600.0
-CONFIG_FILE = "snort.lua"
-CONSOLE_FILE = "stdout.txt"
 
 
 def default_threads() -> int:
@@ -115,8 +115,8 @@ class Snort:
     def _config_test_run(self, opts: SnortOptions, workdir: Path, timeout_s: float) -> tuple[int, str, Path]:
         """(exit status, output, config file) of `snort -T` on `opts` rendered into `workdir`."""
         workdir.mkdir(parents=True, exist_ok=True)
-        config = workdir / CONFIG_FILE
-        config.write_text(render_config(opts, self.install.base_config))
+        config = workdir / SNORT_CONFIG_FILE
+        write_sensor_config(config, render_config(opts, self.install.base_config))
         try:
             done = proc.run(snort_argv(self.install.binary, config, opts, config_test=True), check=False,
                             timeout=timeout_s)
@@ -176,8 +176,8 @@ class Snort:
         run_dir = Path(run_dir).resolve()
         run_dir.mkdir(parents=True, exist_ok=True)
         opts = self._options(options, run_dir, interface, mtu)
-        config = run_dir / CONFIG_FILE
-        config.write_text(render_config(opts, self.install.base_config))
+        config = run_dir / SNORT_CONFIG_FILE
+        write_sensor_config(config, render_config(opts, self.install.base_config))
         argv = line_buffered(snort_argv(self.install.binary, config, opts))
         module, effective = capture_of(options)
         # the module a pcap sample ran is idsbench's (recorded with its options: results say so)
@@ -196,8 +196,8 @@ class Snort:
             old.unlink()
         opts = self._options(options, workdir, None, None)
         opts = replace(opts, threads=1, rule_profile=False)
-        config = workdir / CONFIG_FILE
-        config.write_text(render_config(opts, self.install.base_config))
+        config = workdir / SNORT_CONFIG_FILE
+        write_sensor_config(config, render_config(opts, self.install.base_config))
         done = proc.run(snort_argv(self.install.binary, config, opts, pcap=Path(pcap)), check=False,
                         timeout=timeout_s)
         text = done.stdout + "\n" + done.stderr

@@ -42,6 +42,8 @@ from idsbench.sensors.suricata.config import (
 )
 from idsbench.sensors.suricata.eve import EveScan, scan_eve
 from idsbench.sensors.tail import FileTail
+from idsbench.store.layout import CONSOLE_FILE
+from idsbench.store.writers import write_sensor_config
 
 _OVERRIDE_KEY = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%f%z"
@@ -532,7 +534,7 @@ class Suricata:
         )
         cid = cluster_id if cluster_id is not None else cluster_id_for(paths.run_dir)
         _, effective = capture_section(capture, interface, threads, cid, max_frame_for(mtu), capture_options or {})
-        paths.yaml.write_text(dump_config(cfg))
+        write_sensor_config(paths.yaml, dump_config(cfg))
         paths.pid.unlink(missing_ok=True)  # a stale pid file makes Suricata refuse to start
         argv = [
             self.binary, "-c", str(paths.yaml), f"{CAPTURE_FLAGS[capture]}={interface}",
@@ -546,7 +548,7 @@ class Suricata:
             argv += ["--set", f"{k}={v}"]
         return SuricataRun(
             argv=argv, log_dir=run_dir, eve_path=paths.eve, log_path=paths.log,
-            yaml_path=paths.yaml, pid_path=paths.pid, console_path=run_dir / "stdout.txt",
+            yaml_path=paths.yaml, pid_path=paths.pid, console_path=run_dir / CONSOLE_FILE,
             capture=capture, capture_options=effective, bypass=bypass,
             bypass_settings=bypass_settings(bypass, program),
         )

@@ -24,6 +24,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from idsbench import proc
 from idsbench.buildstamp import SuricataBuild, parse_stamp, repo_root
 from idsbench.errors import EnvironmentMissing, SpecError
 
@@ -126,7 +127,7 @@ def _script_args(ref: EngineRef) -> list[str]:
 
 def prefix_of(ref: EngineRef) -> Path:
     """Where the build of `ref` is (or would be) installed."""
-    cp = subprocess.run([*_script_args(ref), "--print-prefix"], capture_output=True, text=True, check=False)
+    cp = proc.run([*_script_args(ref), "--print-prefix"], timeout=60, check=False)
     if cp.returncode != 0:
         raise EnvironmentMissing(f"sensor.engine {ref.name!r}: {cp.stderr.strip()}",
                                  fix="see scripts/build-suricata.sh's usage.")
@@ -149,6 +150,7 @@ def ensure_build(ref: EngineRef, prefix: Path | None = None) -> SuricataBuild:
         return found
     print(f"idsbench: building Suricata {ref.version} for {ref.name!r} into {prefix} "
           f"(once per machine; the log is kept beside it)", file=sys.stderr, flush=True)
+    # direct: the build's progress goes to the user's stderr as it happens, for minutes (proc.run captures it)
     cp = subprocess.run(_script_args(ref), stdout=subprocess.PIPE, stderr=sys.stderr, text=True, check=False)
     found = find_build(prefix)
     if cp.returncode != 0 or found is None:

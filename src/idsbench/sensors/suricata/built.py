@@ -23,8 +23,8 @@ from idsbench.sensors.suricata.build import (
     installed_profiling_error,
     prefix_of,
 )
+from idsbench.store.layout import RULE_PERF_FILE
 
-RULE_PERF_FILE = "rule_perf.log"
 # every rule Suricata inspected (its default limit writes the top 10 only)
 PROFILING_LIMIT = 1_000_000
 PROFILING_SETTINGS = (("profiling.rules.enabled", "yes"), ("profiling.rules.active", "yes"),

@@ -15,6 +15,7 @@ import yaml
 from idsbench.bypass import settings as bypass_settings
 from idsbench.capture import Scalar, effective_options
 from idsbench.errors import EnvironmentMissing
+from idsbench.store.layout import EVE_FILE, SURICATA_CONFIG_FILE, SURICATA_LOG_FILE, SURICATA_PID_FILE
 
 DEFAULT_CONFIG = Path("/etc/suricata/suricata.yaml")
 # Ethernet header + two VLAN tags (QinQ): added to the wire MTU to get the largest frame.
@@ -51,19 +52,19 @@ class RunPaths:
 
     @property
     def yaml(self) -> Path:
-        return self.run_dir / "suricata.yaml"
+        return self.run_dir / SURICATA_CONFIG_FILE
 
     @property
     def eve(self) -> Path:
-        return self.run_dir / "eve.json"
+        return self.run_dir / EVE_FILE
 
     @property
     def log(self) -> Path:
-        return self.run_dir / "suricata.log"
+        return self.run_dir / SURICATA_LOG_FILE
 
     @property
     def pid(self) -> Path:
-        return self.run_dir / "suricata.pid"
+        return self.run_dir / SURICATA_PID_FILE
 
 
 # Suricata's YAML as parsed: the engine's own open, version-dependent schema (hundreds of keys), edited

@@ -18,7 +18,6 @@ Everything created (dockerd, pause, netns names, macvtap, containers) is in the 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import time
 from collections.abc import Sequence
@@ -35,6 +34,8 @@ from idsbench.setups.container import runtime as crt
 from idsbench.setups.container.dockerd import start_dockerd
 from idsbench.setups.container.image import Image, ensure_image
 from idsbench.setups.container.monitor import ContainerStats, KmsgOomWatch, ProcessSource
+from idsbench.store.layout import DOCKERD_LOG_FILE
+from idsbench.store.writers import write_container_record
 from idsbench.wire import macvtap
 from idsbench.wire.netns import NetnsResource, WireEnds, add_netns, quiet_netns
 
@@ -147,7 +148,7 @@ class Container:
                "oom": {"cgroup_oom_kills": self.stats.oom_kills(), "kmsg_oom_kills": self.oom_watch.kills,
                        "kmsg_memcg_at_kill": dataclasses.asdict(self.oom_watch.report) if self.oom_watch.report else None,
                        "runtime_oom_killed": bool(self.final and self.final.oom_killed)}}
-        (self.req.sample_dir / "container.json").write_text(json.dumps(doc, indent=1) + "\n")
+        write_container_record(self.req.sample_dir, doc)
 
     def oom_killed(self) -> bool:
         if self.stats.oom_kills() > 0 or self.oom_watch.poll() > 0:
@@ -176,7 +177,7 @@ class Container:
             crt.require_runtime_program("podman")
             self.rt = crt.podman_runtime()
         else:
-            log = self.req.sample_dir / "dockerd.log"
+            log = self.req.sample_dir / DOCKERD_LOG_FILE
             self.rt = start_dockerd(self.req.sup, self.req.cache_dir, log_path=log)
         self.image = ensure_image(self.rt, self.req.cache_dir, host_suricata_version(),
                                   self.req.engine.image_packages())

@@ -30,6 +30,7 @@ from idsbench.setups.vfio import device
 from idsbench.setups.vfio.checks import interface_bdf_anywhere
 from idsbench.setups.vm.monitor import GuestCsvSource, QemuSource
 from idsbench.setups.vm.setup import CaptureNic, Vm, VmOptions
+from idsbench.store.layout import GUEST_CSV_FILE
 from idsbench.teardown import TeardownStack, resource_kind
 from idsbench.wire.netns import WireEnds
 
@@ -126,4 +127,4 @@ class VmVfio(Vm):
 
     def overhead_sources(self) -> list[Source]:
         assert self.qemu is not None, "prepare() first"
-        return [QemuSource(self.qemu.pid, self.vhost_pids), GuestCsvSource(self.req.sample_dir / "guest.csv")]
+        return [QemuSource(self.qemu.pid, self.vhost_pids), GuestCsvSource(self.req.sample_dir / GUEST_CSV_FILE)]

@@ -17,7 +17,6 @@ is in the supervisor's teardown stack.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import tempfile
@@ -33,9 +32,11 @@ from idsbench.setups.vm import guest
 from idsbench.setups.vm.image import ensure_image
 from idsbench.setups.vm.qemu import CTL_TAG, QemuConfig, Share, choose_accel, qemu_argv
 from idsbench.setups.vm.setup import RUNDIR_PREFIX, VmRundirResource
+from idsbench.store.layout import CONSOLE_LOG_FILE, GUEST_OUTPUT_FILE, QEMU_LOG_FILE
+from idsbench.store.writers import write_guestrun_record
 
 CGROUP_V2_CMDLINE = ("cgroup_no_v1=all",)
-OUTPUT = "output.txt"
+OUTPUT = GUEST_OUTPUT_FILE
 SYSTEM_PREFIXES = (Path("/"), Path("/usr"))
 STOP_GRACE_S = 20.0
 
@@ -140,7 +141,7 @@ def run_in_guest(sup: Supervisor, command: GuestCommand, out_dir: Path, *, cache
     (rundir / "guest.conf").write_text(guest_conf(out_dir, shares))
     output = out_dir / OUTPUT
     (rundir / "sensor.argv").write_bytes(guest.sensor_argv_file(output, command.guest_argv()))
-    console, qemu_log = out_dir / "console.log", out_dir / "qemu.txt"
+    console, qemu_log = out_dir / CONSOLE_LOG_FILE, out_dir / QEMU_LOG_FILE
     cfg = QemuConfig(name=opts.name, accel=accel.accel, vcpus=opts.vcpus, memory_mib=opts.memory_mib,
                      image=image, console_log=console, ctl_socket=rundir / "ctl.sock",
                      shares=(Share(CTL_TAG, rundir, readonly=False), *shares),
@@ -185,5 +186,5 @@ def run_in_guest(sup: Supervisor, command: GuestCommand, out_dir: Path, *, cache
         out_dir=out_dir, accel=accel.accel, kernel_release=image.kernel_release,
         cgroup2_controllers=parse_cgroup2(status_text), boot_s=round(boot_s, 2), run_s=round(run_s, 2),
         failure=failure, console_tail=vm.tail(console), shares=tuple(str(s.path) for s in shares))
-    (out_dir / "guestrun.json").write_text(json.dumps(result.to_json(), indent=1))
+    write_guestrun_record(out_dir, result.to_json())
     return result

@@ -13,7 +13,6 @@ Artifacts in the sample dir: vm.json, qemu.txt, console.log (kernel log), guest.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
@@ -46,6 +45,8 @@ from idsbench.setups.vm.qemu import (
     choose_accel,
     qemu_argv,
 )
+from idsbench.store.layout import CONSOLE_LOG_FILE, GUEST_CSV_FILE, QEMU_LOG_FILE
+from idsbench.store.writers import write_vm_record
 from idsbench.teardown import resource_kind
 from idsbench.wire import macvtap
 from idsbench.wire.netns import WireEnds
@@ -149,7 +150,7 @@ class Vm:
     # --- paths -----------------------------------------------------------------------------
     @property
     def console_log(self) -> Path:
-        return self.req.sample_dir / "console.log"
+        return self.req.sample_dir / CONSOLE_LOG_FILE
 
     def status(self) -> guest.GuestStatus:
         assert self.rundir is not None
@@ -251,7 +252,7 @@ class Vm:
         assert self.qemu is not None and self.wire is not None, "prepare() first"
         return [QemuSource(self.qemu.pid, self.vhost_pids),
                 NetDevSource("vtap", self.wire.sensor_holder_pid, VTAP_IF),
-                GuestCsvSource(self.req.sample_dir / "guest.csv")]
+                GuestCsvSource(self.req.sample_dir / GUEST_CSV_FILE)]
 
     def host_side(self) -> HostSideTarget | None:
         """qemu (its vCPU, main-loop, worker and — Linux ≥ 6.4 — vhost tasks) and the vhost kernel
@@ -294,12 +295,12 @@ class Vm:
         sup = self.req.sup
         t0 = time.monotonic()
         assert self.nic is not None
-        self.qemu = sup.start(argv, name="qemu", stdout=self.req.sample_dir / "qemu.txt",
+        self.qemu = sup.start(argv, name="qemu", stdout=self.req.sample_dir / QEMU_LOG_FILE,
                               cpus=self.req.cpu_affinity, cgroup_procs=self.cgroup.procs_files,
                               open_fds=dict(self.nic.open_fds))
         self.port = guest.ControlPort(self.rundir / "ctl.sock")
         self.watch = guest.GuestWatch(
-            self.rundir, self.qemu, console=self.console_log, qemu_log=self.req.sample_dir / "qemu.txt",
+            self.rundir, self.qemu, console=self.console_log, qemu_log=self.req.sample_dir / QEMU_LOG_FILE,
             error=SensorFailed,
             fix="see qemu.txt and console.log in the sample directory; `idsbench doctor` checks qemu/KVM.")
         self.watch.boot(self.port, self.opts.boot_timeout_s)
@@ -314,7 +315,7 @@ class Vm:
             doc["guest"] = {"ncpu": st.ncpu, "sensor_pid": st.sensor_pid, "exit_code": st.exit_code,
                             "oom_kills": st.oom_kills, "failure": st.failure}
         doc["vhost_pids"] = self.vhost_pids
-        (self.req.sample_dir / "vm.json").write_text(json.dumps(doc, indent=1, default=str))
+        write_vm_record(self.req.sample_dir, doc)
 
 
 @resource_kind
