@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from idsbench import proc
+from idsbench.errors import EnvironmentMissing
 from idsbench.lab.vfio_inner import find_port
 from idsbench.setups.vfio.device import Sysfs, make_vf, set_driver
 from idsbench.teardown import TeardownStack
@@ -111,8 +112,14 @@ def sh(argv: list[str], timeout: float = 120.0) -> str:
 
 
 def rebind(bdf: str, driver: str | None) -> str | None:
-    """Hand `bdf` to `driver` (None: unbound, no override), as the vm-vfio setup does; the driver it has then."""
-    return set_driver(Sysfs(), bdf, driver, driver).driver
+    """Hand `bdf` to `driver` (None: unbound, no override), as the vm-vfio setup does; the driver it has then
+    (a write the kernel refuses is logged, and the diagnostic goes on to report what it sees)."""
+    fs = Sysfs()
+    try:
+        return set_driver(fs, bdf, driver, driver).driver
+    except EnvironmentMissing as exc:
+        log(f"rebind {bdf} to {driver}: {exc}")
+        return fs.device(bdf).driver
 
 
 def wait_until(done: Callable[[], bool], timeout_s: float, interval_s: float = 1.0) -> bool:

@@ -167,8 +167,8 @@ def check(catalogues: Mapping[str, CaptureCatalogue], captures: Sequence[str | N
     all_methods = {m for cat in catalogues.values() for m in cat.names()}
     for name, value in options.items():
         if isinstance(value, Mapping) and name not in all_methods:
-            raise SpecError(f"[sensor.capture_options.{name}] names no capture method.",
-                            fix=f"use one of {', '.join(sorted(all_methods))}.")
+            raise SpecError(f"[sensor.capture_options.{name}] names no capture method of the campaign's engines "
+                            f"({', '.join(sorted(catalogues))}).", fix=f"use one of {', '.join(sorted(all_methods))}.")
     for catalogue in catalogues.values():
         for capture in captures:
             method = catalogue.method(capture)
