@@ -64,7 +64,7 @@ bench: setup
 vfio-lab: setup
 	@$(VENV)/bin/idsbench lab vfio examples/vfio-lab.toml --out results/vfio-lab
 
-# Its data path alone in ~5 min (lab/vfio_diag.py): the VF on igbvf, on vfio-pci from userspace, and in a
+# Its data path alone in ~5 min (scripts/vfio_diag.py): the VF on igbvf, on vfio-pci from userspace, and in a
 # minimal nested VM, with the lab's IOMMU and wire.
 vfio-diag: setup
-	@$(VENV)/bin/python -m idsbench.lab.vfio_diag base --wire --mtu 1508 --out results/vfio-diag
+	@$(VENV)/bin/python scripts/vfio_diag.py base --wire --mtu 1508 --out results/vfio-diag

@@ -1,6 +1,6 @@
 """A file in a cache built once per machine: callers that race wait on the cache folder's lock file, and
 the file appears whole (built under a temporary name, then renamed). A leaf (standard library only): the
-native helpers (idsbench.native) and Suricata's eBPF programs (sensors/suricata/ebpf.py) are built with it."""
+native helpers (idsbench.native) and Suricata's eBPF programs (bypass/suricata.py) are built with it."""
 
 from __future__ import annotations
 

@@ -60,7 +60,6 @@ class SensorSettings:
     rulesets: Mapping[str, tuple[str, ...]]  # every ruleset some case runs with: name -> rule references
     stats_interval_s: int
     ready_timeout_s: float
-    capture_method: str             # the capture engine's reader (sensor.capture_method)
     capture_options: Mapping[str, Scalar | Mapping[str, Scalar]]  # per capture method (idsbench.capture)
     engine_set: Mapping[str, Scalar | Mapping[str, Scalar]]       # sensor.set: plain keys and engine tables
     ground_truth: bool              # alerts per signature offline, for the recall of every sample
@@ -107,7 +106,6 @@ def campaign_settings(spec: Spec) -> CampaignSettings:
             rules=tuple(spec.sensor.rules),
             rulesets=MappingProxyType({name: tuple(refs) for name, refs in spec.rulesets_used().items()}),
             stats_interval_s=spec.sensor.stats_interval_s, ready_timeout_s=spec.sensor.ready_timeout_s,
-            capture_method=spec.sensor.capture_method,
             capture_options=MappingProxyType(dict(spec.sensor.capture_options)),
             engine_set=MappingProxyType(dict(spec.sensor.set)), ground_truth=spec.sensor.ground_truth),
         timing=spec.timing, search=spec.search, profile=spec.profile,

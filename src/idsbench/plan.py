@@ -135,9 +135,9 @@ def check_names(spec: Spec) -> None:
     if unknown:
         raise SpecError(f"setup.kinds: unknown setup kind(s) {', '.join(map(repr, unknown))}.",
                         fix=f"use {', '.join(KINDS)}.")
-    capture.check(spec.sensor.engine, spec.sensor.capture, spec.sensor.capture_options,
-                  spec.sensor.capture_method, kinds=spec.setup.kinds)
-    bypass.check(spec.sensor.engine, spec.sensor.bypass, spec.sensor.capture, spec.setup.kinds)
+    catalogues = {name: registry.capture_methods(name) for name in spec.sensor.engine}  # as each engine declares
+    capture.check(catalogues, spec.sensor.capture, spec.sensor.capture_options, kinds=spec.setup.kinds)
+    bypass.check(catalogues, spec.sensor.bypass, spec.sensor.capture, spec.setup.kinds)
     tables = [k for k, value in spec.sensor.set.items() if isinstance(value, dict) and k not in registry.names()]
     if tables:
         raise SpecError(f"[sensor.set.{tables[0]}] names no engine; a table under sensor.set holds one engine's "

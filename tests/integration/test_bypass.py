@@ -21,8 +21,10 @@ import pytest
 from idsbench import settings
 from idsbench.accounting import waterfall_of
 from idsbench.analysis import case_table
+from idsbench.bypass import counting
+from idsbench.bypass.suricata import missing as programs_missing
 from idsbench.run.campaign import run_campaign
-from idsbench.sensors.suricata import ebpf
+from idsbench.sensors.suricata.build import source_dir
 from idsbench.spec import spec_from_dict
 from idsbench.store.reader import load_campaign
 from idsbench.store.schema import SampleSummary
@@ -41,7 +43,7 @@ def _needs() -> None:
     missing = [p for p in ("ip", "ethtool", "suricata") if shutil.which(p) is None]
     if missing:
         unavailable(f"missing programs: {', '.join(missing)} (run `make setup`)")
-    why = ebpf.missing()
+    why = programs_missing(source_dir())
     if why is not None:
         unavailable(f"Suricata's bypass programs cannot be built: {why}")
 
@@ -87,7 +89,7 @@ def test_ebpf_bypass_counts_the_socket_filters_drops_and_the_waterfall_closes(tm
     its own per-flow counters (read before the sensor stops) are the bypassed packets, and the waterfall
     closes exactly within the sample."""
     _needs()
-    why = ebpf.bpftool_missing()
+    why = counting.bpftool_missing()
     if why is not None:
         unavailable(why)
     spec = spec_from_dict({

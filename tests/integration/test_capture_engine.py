@@ -1,4 +1,4 @@
-"""Capture-only engines for real: ibcapture (gcc-built) and tcpdump on a veth between two namespaces
+"""The nodetect engine's readers for real: ibcapture (gcc-built) and tcpdump on a veth between two namespaces
 this test creates, fed by tcpreplay; exact counts when lossless, closed accounting under drops.
 
 Needs root, ip, ethtool, tcpreplay, tcpdump, gcc and ../shared/data/pcaps. Everything created
@@ -22,14 +22,14 @@ import pytest
 from idsbench import native, proc
 from idsbench.infra import cgroups
 from idsbench.proc import Child, Supervisor
-from idsbench.sensors.capture.config import (
+from idsbench.sensors.nodetect.config import (
     TCPDUMP_BUFFER_TIMEOUT_S,
     RingOptions,
     ibcapture_argv,
     ready_interface,
     tcpdump_argv,
 )
-from idsbench.sensors.capture.stats import (
+from idsbench.sensors.nodetect.stats import (
     CaptureCounters,
     CaptureLog,
     capture_errors,

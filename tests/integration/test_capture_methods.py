@@ -6,8 +6,8 @@ method and effective options, on bare metal and in a container (`setup.kinds`; p
 where podman is absent) at 1X and 4X load (`traffic.replayers` = 1, 4: four senders replay the 572-packet trace
 at once, distinct flows): one campaign per engine family, one sample per (engine, method, kind, replayers) — 32
 Suricata samples (172-182 s here), 8 Snort (25-32 s). AF_XDP in a container runs with SYS_ADMIN added
-(capture.CONTAINER_CAPABILITIES: podman 4.3's seccomp profile allows bpf(2) only with it; without it Suricata
-7.0.10 and 8.0.6 exited 1, "af-xdp: Failed to create socket: Operation not permitted"). Not asserted: `drained`
+(sensors/suricata/capture.py, its container_capabilities: podman 4.3's seccomp profile allows bpf(2) only with
+it; without it Suricata 7.0.10 and 8.0.6 exited 1, "af-xdp: Failed to create socket: Operation not permitted"). Not asserted: `drained`
 — Suricata's pcap samples show no decoded packet in their live counters until the stop (its worker syncs them
 only after a pcap_dispatch that got a packet; every one measured, 1X and 4X, both kinds and versions), so the
 drain may give up on them ("undrained", 0 unprocessed: 5-6 of 8 per run); their final counters are exact. And,

@@ -1,4 +1,4 @@
-"""Snort 3 and the capture-only engines through the real runner (run_campaign): bare metal and in a
+"""Snort 3 and the nodetect engine through the real runner (run_campaign): bare metal and in a
 container, exact counts when lossless, drops that add up under a CPU limit, alerts per rule, the
 rule share recorded per engine, and a rule Snort rejects reported with Snort's own message.
 
@@ -95,7 +95,7 @@ def test_engines_lossless_exact_counts_and_alerts_per_rule(tmp_path: Path, ready
         unavailable("no container runtime (podman or docker)")
     trace = read_info(LOSSLESS, cache_dir=tmp_path / "traceinfo")
     replayers = 2
-    engines = ["suricata", "snort", "capture"] if kind == "baremetal" else ["snort", "capture"]
+    engines = ["suricata", "snort", "nodetect"] if kind == "baremetal" else ["snort", "nodetect"]
     out, by_engine = _campaign(tmp_path, ready, f"engines-{kind}", setup={"kinds": [kind]},
                                traffic={"traces": [str(LOSSLESS)], "replayers": [replayers],
                                         "rate": [{"pps": 1000}]},
@@ -104,7 +104,7 @@ def test_engines_lossless_exact_counts_and_alerts_per_rule(tmp_path: Path, ready
     for engine, summary in by_engine.items():
         _assert_exact(summary, replayers * trace.packets, replayers * trace.bytes)
         assert summary["sensor_exit"] == 0  # stopped gracefully (SIGTERM)
-        if engine == "capture":
+        if engine == "nodetect":
             assert summary["sensor"]["alerts_by_sid"] == {} and summary["sensor"]["rule_sets"] == []
             continue
         expected = {str(sid): n * replayers for sid, n in ALERTS_PER_COPY[engine].items()}
@@ -117,7 +117,7 @@ def test_engines_lossless_exact_counts_and_alerts_per_rule(tmp_path: Path, ready
         snort_dir = next(out.glob("cases/*snort*/s0"))
         assert json.loads((snort_dir / "container.json").read_text())["exit_code"] == 0
     rows = {r.params.engine: r.to_row() for r in case_table(load_campaign(out))}
-    assert rows["snort"]["rules_loaded_share"] == 1.0 and rows["capture"]["rules_loaded_share"] is None
+    assert rows["snort"]["rules_loaded_share"] == 1.0 and rows["nodetect"]["rules_loaded_share"] is None
     if kind == "baremetal":
         assert rows["snort"]["alert_recall"] == 1  # live == `snort -r` on each replayer's copy (the truth)
         assert rows["snort"]["common_rules"] == 2  # both IDS engines loaded both sids
@@ -137,8 +137,8 @@ def test_engines_drop_under_a_cpu_limit_and_the_accounting_closes(tmp_path: Path
     out, by_engine = _campaign(
         tmp_path, ready, "engines-overload", setup={"cpus": [0.05]},
         traffic={"traces": [str(BURST)], "replayers": [1], "rate": ["topspeed"], "loops": 3},
-        sensor={"engine": ["snort", "capture"], "set": {"snort": {"buffer_size_mb": 1},
-                                                         "capture": {"block_size": 4096, "block_count": 2}}},
+        sensor={"engine": ["snort", "nodetect"], "set": {"snort": {"buffer_size_mb": 1},
+                                                          "nodetect": {"block_size": 4096, "block_count": 2}}},
         timing={"settle_s": 2.0, "drain_timeout_s": 60})
     for engine, summary in by_engine.items():
         c = summary["sensor"]["counters"]
@@ -153,12 +153,12 @@ def test_engines_drop_under_a_cpu_limit_and_the_accounting_closes(tmp_path: Path
     assert all(r["drop_ratio"] > 0 for r in rows.values())
 
 
-def test_libpcap_capture_engine_exact_through_the_runner(tmp_path: Path, ready: Path) -> None:
+def test_libpcap_nodetect_engine_exact_through_the_runner(tmp_path: Path, ready: Path) -> None:
     trace = read_info(LOSSLESS, cache_dir=tmp_path / "traceinfo")
     _, by_engine = _campaign(tmp_path, ready, "engines-libpcap",
                              traffic={"traces": [str(LOSSLESS)], "replayers": [2], "rate": [{"pps": 1000}]},
-                             sensor={"engine": ["capture"], "capture_method": "libpcap"})
-    summary = by_engine["capture"]
+                             sensor={"engine": ["nodetect"], "capture": "libpcap"})
+    summary = by_engine["nodetect"]
     c = summary["sensor"]["counters"]
     assert summary["status"] == "ok", (summary["reason"], summary["warnings"])
     assert (c["captured_pkts"], c["decoded_pkts"], c["dropped_pkts"]) == (2 * trace.packets, 2 * trace.packets, 0)
@@ -184,12 +184,12 @@ def test_snort_reports_a_rule_it_rejects_with_its_own_message(tmp_path: Path, re
 
 def test_capture_ceiling_is_above_suricatas(tmp_path: Path, ready: Path) -> None:
     """`idsbench search` (NDR, warm 0.5-1 s trials) on a topspeed case, both engines on 10% of a CPU: the
-    capture-only engine stays lossless at a higher load than Suricata (events rules only)."""
+    nodetect engine stays lossless at a higher load than Suricata (events rules only)."""
     from idsbench.search.campaign import search_campaign
 
     spec = spec_from_dict({
         "name": "ceiling", "traffic": {"traces": [str(BURST)], "replayers": [1], "rate": ["topspeed"]},
-        "sensor": {"engine": ["suricata", "capture"], "rules": ["builtin:events"]},
+        "sensor": {"engine": ["suricata", "nodetect"], "rules": ["builtin:events"]},
         "setup": {"cpus": [0.1]},
         "search": {"tolerances": [0.0], "initial_trial_s": 0.5, "trial_s": 1, "duration_sum": 2, "final_s": 2,
                    "precision": 0.1}})
@@ -197,7 +197,7 @@ def test_capture_ceiling_is_above_suricatas(tmp_path: Path, ready: Path) -> None
                              name_prefix=TEST_PREFIX)
     ndr: dict[str, float] = {}
     for found in result.results:
-        engine = "capture" if "-capture-" in found.case_id else "suricata"
+        engine = "nodetect" if "-nodetect-" in found.case_id else "suricata"
         (tolerance,) = found.results
         trials = [(round(t.achieved_pps), t.waterfall.loss_ratio if t.waterfall else None) for t in found.trials]
         print(f"{engine}: NDR {tolerance.value_pps} pps (bracket {tolerance.bracket}, verified "
@@ -208,4 +208,4 @@ def test_capture_ceiling_is_above_suricatas(tmp_path: Path, ready: Path) -> None
         ndr[engine] = tolerance.value_pps
         if engine == "suricata":  # its ceiling is its own, not the sender's: a load above it lost packets
             assert any(t.waterfall is not None and t.waterfall.loss_ratio > 0 for t in found.trials)
-    assert ndr["capture"] > ndr["suricata"], ndr
+    assert ndr["nodetect"] > ndr["suricata"], ndr

@@ -17,7 +17,7 @@ from .conftest import TEST_PREFIX
 
 pytestmark = pytest.mark.usefixtures("need_root")
 
-# The capture-only engine (no rules: it only reads the rings) at a full CPU takes what one tcpreplay can
+# The nodetect engine (no rules: it only reads the rings) at a full CPU takes what one tcpreplay can
 # send on this host, so the sender is the limit; a cheap trace and short trials keep it under a minute.
 SPEC = """
 name = "sender"
@@ -26,7 +26,7 @@ traces = ["builtin:mixed?packets=3000"]
 replayers = [1]
 rate = "topspeed"
 [sensor]
-engine = "capture"
+engine = "nodetect"
 [search]
 repeats = 2
 precision = 0.2

@@ -12,8 +12,11 @@ import pytest
 
 from idsbench import bypass
 from idsbench.accounting import WaterfallInput, waterfall
+from idsbench.bypass import suricata as suricata_bypass
+from idsbench.capture import CaptureCatalogue, CaptureMethod
 from idsbench.errors import SpecError
 from idsbench.plan import plan
+from idsbench.sensors import registry
 from idsbench.sensors.base import SensorOptions
 from idsbench.sensors.suricata import Suricata, counters_from_stats
 from idsbench.sensors.suricata.config import RunPaths, render_config
@@ -45,7 +48,8 @@ def test_unset_bypass_keeps_case_ids_and_the_spec_dump():
     ({"bypass": ["off", "xdp"], "capture": "af-xdp"}, {}, "'xdp' cannot work with sensor.capture = 'af-xdp'.*af-packet"),
     ({"bypass": "ebpf", "capture": "pcap"}, {}, "'ebpf' cannot work with sensor.capture = 'pcap'"),
     ({"bypass": "local", "engine": ["snort"]}, {}, "snort has no flow bypass"),
-    ({"bypass": "xdp", "engine": ["capture"]}, {}, "capture has no flow bypass"),
+    ({"bypass": "xdp", "engine": ["nodetect"]}, {}, "nodetect has no flow bypass.*inspects nothing"),
+    ({"bypass": "xdp", "engine": ["capture"]}, {}, "nodetect has no flow bypass"),  # the engine's older name
     ({"bypass": "xdp"}, {"setup": {"kinds": ["container"]}}, "does not run in setup 'container'"),
 ])
 def test_bad_bypass_input_is_a_spec_error_naming_the_fix(sensor, extra, match):
@@ -54,10 +58,33 @@ def test_bad_bypass_input_is_a_spec_error_naming_the_fix(sensor, extra, match):
     assert err.value.fix
 
 
+def _catalogues(*engines: str) -> dict[str, CaptureCatalogue]:
+    return {name: registry.capture_methods(name) for name in engines}
+
+
 def test_off_is_fine_for_every_engine_and_local_for_every_capture():
-    bypass.check(["snort", "capture"], ["off", None], [None])
-    bypass.check(["suricata"], ["local"], ["af-packet", "af-packet-v2", "af-xdp", "pcap"])
-    bypass.check(["suricata"], ["xdp", "ebpf"], ["af-packet", "af-packet-v2", None])
+    bypass.check(_catalogues("snort", "nodetect"), ["off", None], [None])
+    bypass.check(_catalogues("suricata"), ["local"], ["af-packet", "af-packet-v2", "af-xdp", "pcap"])
+    bypass.check(_catalogues("suricata@8.0.6"), ["xdp", "ebpf"], ["af-packet", "af-packet-v2", None])
+
+
+def test_the_check_reads_what_each_engine_declares():
+    """No engine name in the generic check: an engine declaring a bypass mode gets it, one declaring none is
+    refused with its own reason, and a kernel-side mode needs a method that declares it can load it."""
+    toy = CaptureCatalogue(engine="toy", default="ring", methods=(CaptureMethod("ring", kernel_bypass=("xdp",)),
+                                                                   CaptureMethod("copy")),
+                           bypass=("xdp",))
+    bypass.check({"toy": toy}, ["xdp"], ["ring"])
+    with pytest.raises(SpecError, match="'xdp' cannot work with sensor.capture = 'copy': toy loads its xdp program "
+                                        "through ring only") as err:
+        bypass.check({"toy": toy}, ["xdp"], ["copy"])
+    assert err.value.fix and 'capture = "ring"' in err.value.fix
+    with pytest.raises(SpecError, match="toy has no 'ebpf' bypass \\(it has xdp\\)"):
+        bypass.check({"toy": toy}, ["ebpf"], ["ring"])
+    quiet = CaptureCatalogue(engine="quiet", default="ring", methods=(CaptureMethod("ring"),), no_bypass="it sleeps")
+    with pytest.raises(SpecError, match="quiet has no flow bypass \\(it sleeps\\)") as err:
+        bypass.check({"quiet": quiet, "toy": toy}, ["xdp"], ["ring"])
+    assert err.value.fix == 'use bypass = "off" for quiet, or run toy for the bypass axis.'
 
 
 # --- Suricata's config per mode ----------------------------------------------------------------------
@@ -79,7 +106,7 @@ def test_xdp_and_ebpf_load_their_programs_on_the_interface(tmp_path: Path):
                          bypass_program="/c/bypass_filter.bpf")
     afp = ebpf["af-packet"][0]
     assert afp["ebpf-filter-file"] == "/c/bypass_filter.bpf" and afp["bypass"] is True and "xdp-filter-file" not in afp
-    assert bypass.settings("ebpf", "/c/bypass_filter.bpf") == {
+    assert suricata_bypass.settings("ebpf", "/c/bypass_filter.bpf") == {
         "stream.bypass": True, "stream.reassembly.depth": "1mb", "af-packet.bypass": True,
         "af-packet.ebpf-filter-file": "/c/bypass_filter.bpf", "af-packet.use-percpu-hash": True}
 
@@ -87,13 +114,13 @@ def test_xdp_and_ebpf_load_their_programs_on_the_interface(tmp_path: Path):
 def test_a_kernel_side_bypass_preloads_the_memlock_shim(tmp_path: Path, monkeypatch):
     from idsbench.sensors import suricata as mod
 
-    monkeypatch.setattr(mod.ebpf, "program", lambda name, cache: tmp_path / f"{name}.bpf")
+    monkeypatch.setattr(mod, "bypass_program", lambda name, cache, sources: tmp_path / f"{name}.bpf")
     monkeypatch.setattr(mod.native, "program", lambda name: tmp_path / name)
     (tmp_path / "none.yaml").write_text("%YAML 1.1\n---\nvars: {}\n")
     sur = Suricata(default_config=tmp_path / "none.yaml")
     run = sur.prepare(tmp_path / "x", "x0", SensorOptions(bypass="xdp"))
     assert run.argv[:2] == ["env", f"LD_PRELOAD={tmp_path / 'ibmemlock'}"] and "--af-packet=x0" in run.argv
-    assert run.bypass_info() == ("xdp", bypass.settings("xdp", str(tmp_path / "xdp_filter.bpf")))
+    assert run.bypass_info() == ("xdp", suricata_bypass.settings("xdp", str(tmp_path / "xdp_filter.bpf")))
     local = sur.prepare(tmp_path / "l", "x0", SensorOptions(bypass="local"))
     assert local.argv[0] != "env" and local.bypass_info()[0] == "local"
 

@@ -11,14 +11,17 @@ import pytest
 from idsbench import capture
 from idsbench.accounting import WaterfallInput, waterfall
 from idsbench.buildstamp import SnortBuild
+from idsbench.capture import CaptureCatalogue, CaptureMethod, Option
 from idsbench.errors import EnvironmentMissing, SpecError
 from idsbench.plan import plan
+from idsbench.sensors import registry
 from idsbench.sensors.base import SensorOptions
 from idsbench.sensors.snort import Snort
 from idsbench.sensors.snort.config import SnortInstall, SnortOptions
 from idsbench.sensors.snort.config import render_config as render_snort
 from idsbench.sensors.snort.stats import SnortCounters
 from idsbench.sensors.suricata import Suricata, capture_drops_from_stats, counters_from_stats
+from idsbench.sensors.suricata import capture as suricata_capture
 from idsbench.sensors.suricata.config import RunPaths, capture_section, render_config
 from idsbench.spec import spec_from_dict
 
@@ -52,7 +55,7 @@ def test_unset_capture_keeps_case_ids_and_the_spec_dump():
      "'cluster-type' is not an option of suricata's 'af-xdp'"),
     ({"capture": "af-packet-v2", "capture_options": {"block-size": 65536}}, "'block-size' is not an option"),
     ({"capture": "af-packet", "capture_options": {"cluster-type": "cluster_rr"}}, "not one of cluster_flow"),
-    ({"capture": "af-xdp", "capture_options": {"af-xdp": {"xdp-mode": "hw"}}}, "not one of drv, driver, skb"),
+    ({"capture": "af-xdp", "capture_options": {"af-xdp": {"xdp-mode": "hw"}}}, "not one of drv, skb, driver"),
     ({"capture": "af-packet", "capture_options": {"ring-size": "big"}}, "not a whole number"),
     ({"capture_options": {"af_xdp": {"xdp-mode": "skb"}}}, "names no capture method"),
     ({"capture": "Bad Name"}, "not a capture method name"),
@@ -66,26 +69,53 @@ def test_bad_capture_input_is_a_spec_error_naming_the_fix(sensor, match):
 def test_a_build_is_checked_as_its_engine_and_only_af_xdp_asks_a_container_for_more():
     with pytest.raises(SpecError, match="suricata has no such capture method"):
         plan(_spec({"engine": ["suricata@8.0.6"], "capture": "afpacket"}))  # Snort's name, not Suricata's
-    assert capture.family("suricata@8.0.6+profiling") == "suricata" and capture.family("snort") == "snort"
-    assert capture.method_of("suricata@8.0.6", None) == "af-packet"
-    assert capture.container_capabilities("suricata@8.0.6", "af-xdp") == ("SYS_ADMIN",)
-    assert capture.container_capabilities("suricata", "af-xdp") == ("SYS_ADMIN",)
-    assert all(capture.container_capabilities(e, m) == () for e, ms in capture.METHODS.items() for m in ms
-               if m != "af-xdp")
+    assert registry.family("suricata@8.0.6+profiling") == "suricata" and registry.family("snort") == "snort"
+    assert registry.capture_method("suricata@8.0.6", None).name == "af-packet"
+    assert registry.capture_method("suricata@8.0.6", "af-xdp").container_capabilities == ("SYS_ADMIN",)
+    assert registry.capture_method("suricata", "af-xdp").container_capabilities == ("SYS_ADMIN",)
+    assert all(m.container_capabilities == () for e in registry.names() for m in registry.capture_methods(e).methods
+               if m.name != "af-xdp")
 
 
 def test_a_methods_own_table_applies_to_it_only():
     opts = {"use-mmap": True, "af-xdp": {"xdp-mode": "skb"}, "af-packet": {"ring-size": 4096}}
-    capture.check(["suricata"], ["af-packet", "af-packet-v2"], {"use-mmap": True, "af-packet": {"block-size": 1 << 18}})
+    capture.check({"suricata": registry.capture_methods("suricata")}, ["af-packet", "af-packet-v2"],
+                  {"use-mmap": True, "af-packet": {"block-size": 1 << 18}})
     assert capture.options_for("af-xdp", opts) == {"use-mmap": True, "xdp-mode": "skb"}
     assert capture.options_for("af-packet", opts) == {"use-mmap": True, "ring-size": 4096}
 
 
-def test_the_capture_engine_keeps_its_readers_and_refuses_others():
-    assert [c.capture for c in plan(_spec({"engine": ["capture"], "capture": ["afpacket", "libpcap"]}))] == [
+def test_the_nodetect_engine_keeps_its_readers_and_refuses_others():
+    assert [c.capture for c in plan(_spec({"engine": ["nodetect"], "capture": ["afpacket", "libpcap"]}))] == [
         "afpacket", "libpcap"]
-    with pytest.raises(SpecError, match="capture has no such capture method"):
-        plan(_spec({"engine": ["capture"], "capture": "af-xdp"}))
+    with pytest.raises(SpecError, match="nodetect has no such capture method"):
+        plan(_spec({"engine": ["nodetect"], "capture": "af-xdp"}))
+    with pytest.raises(SpecError, match="'block_size' is not an option of nodetect's 'afpacket'"):
+        plan(_spec({"engine": ["nodetect"], "capture_options": {"block_size": 4096}}))
+
+
+def test_the_generic_check_reads_only_what_an_engine_declares():
+    """A made-up engine's declaration is all the axis needs: its methods, options, aliases, defaults, what it
+    refuses and where it attaches XDP in the driver (no engine name in the generic code)."""
+    toy = CaptureCatalogue(engine="toy", default="ring", methods=(
+        CaptureMethod("ring", options={"mode": Option("choice", ("fast", "slow"), aliases=(("quick", "fast"),))},
+                      defaults={"mode": "fast", "depth": 4}, native_xdp_when=("mode", "fast"),
+                      native_xdp_fix="set mode = \"slow\""),
+        CaptureMethod("tape", refused="it is not wired yet")))
+    assert capture.effective_options("toy", toy.method(None), {"mode": "quick"}) == {"mode": "fast", "depth": 4}
+    capture.check({"toy": toy}, ["ring"], {"mode": "slow"}, kinds=["container-vtap"])
+    assert capture.native_xdp(toy.method("ring"), {}) and not capture.native_xdp(toy.method("ring"), {"mode": "slow"})
+    with pytest.raises(SpecError, match="mode fast.*'container-vtap'") as err:
+        capture.check({"toy": toy}, ["ring"], {}, kinds=["baremetal", "container-vtap"])
+    assert err.value.fix == 'set mode = "slow", or run ring on another setup kind.'
+    with pytest.raises(SpecError, match="toy's 'tape' does not run here yet: it is not wired yet") as err:
+        capture.check({"toy": toy}, ["tape"], {})
+    assert err.value.fix == "use ring for toy."
+    with pytest.raises(SpecError, match="toy has no such capture method") as err:
+        capture.check({"toy": toy}, ["disk"], {})
+    assert err.value.fix == "toy captures with ring, tape."
+    with pytest.raises(ValueError, match="default capture method 'disk'"):
+        CaptureCatalogue(engine="toy", default="disk", methods=(CaptureMethod("ring"),))
 
 
 # --- Suricata's config per method --------------------------------------------------------------------
@@ -119,7 +149,7 @@ def test_af_xdp_section_single_runmode_and_effective_options(tmp_path: Path):
 def test_pcap_section_one_thread_and_libpcaps_ring(tmp_path: Path):
     cfg = render_config({}, RunPaths(tmp_path), "eth0", [], 1, threads=3, mtu=9000, capture="pcap")
     pcap = cfg["pcap"][0]
-    assert pcap["threads"] == 1 and pcap["buffer-size"] == capture.PCAP_DEFAULT_BUFFER and pcap["snaplen"] == 9022
+    assert pcap["threads"] == 1 and pcap["buffer-size"] == suricata_capture.PCAP_DEFAULT_BUFFER and pcap["snaplen"] == 9022
 
 
 def test_argv_starts_the_method_on_the_interface(tmp_path: Path):
@@ -170,8 +200,15 @@ def test_snort_renders_the_pcap_daq_without_fanout():
 
 
 def test_a_refused_method_is_a_spec_error_naming_the_usable_ones(monkeypatch: pytest.MonkeyPatch):
-    assert capture.REFUSED == {}  # Snort's pcap DAQ runs (idsbench's module): nothing is refused now
-    monkeypatch.setitem(capture.REFUSED, ("snort", "pcap"), "it cannot be stopped")
+    import dataclasses
+
+    from idsbench.sensors.snort import Snort
+
+    # Snort's pcap DAQ runs (idsbench's module): no engine refuses a method now
+    assert all(m.refused is None for e in registry.names() for m in registry.capture_methods(e).methods)
+    cat = Snort.capture_methods
+    monkeypatch.setattr(Snort, "capture_methods", dataclasses.replace(cat, methods=(
+        cat.method("afpacket"), dataclasses.replace(cat.method("pcap"), refused="it cannot be stopped"))))
     with pytest.raises(SpecError, match="'pcap' does not run here yet: it cannot be stopped") as err:
         plan(_spec({"engine": ["snort"], "capture": "pcap"}))
     assert err.value.fix == "use afpacket for snort."
@@ -233,24 +270,27 @@ def test_pcap_total_at_exit_counts_what_was_left_in_libpcaps_ring():
     lines = ["[1 - W#01-x0] 2026-11-28 15:07:52 Info: pcap: x0: packets 25283, bytes 1800822",
              "[1 - W#01-x0] 2026-11-28 15:07:52 Info: pcap: x0: pcap total:40879 recv:25284 drop:15595 (38.1%)"]
     assert slog.pcap_total(lines) == 40879 and slog.pcap_total(lines[:1]) is None
-    assert capture.QUIET_WINDOW_S[("suricata", "pcap")] > 1.0  # two of libpcap's 500-ms block timeouts
+    assert (suricata_capture.PCAP.quiet_window_s or 0) > 1.0  # two of libpcap's 500-ms block timeouts
 
 
 def test_a_build_has_its_engines_methods_defaults_and_windows():
     """`suricata@8.0.6` (and `+profiling`) is Suricata: its methods are checked, its default method is
     af-packet, libpcap's longer quiet window and cold search trials apply to it too."""
     for name in ("suricata@8.0.6", "suricata@8.0.6+profiling", "suricata+profiling"):
-        assert capture.family(name) == "suricata"
-        assert capture.method_of(name, None) == "af-packet"
-        assert capture.quiet_window_s(name, "pcap", 0.2) == capture.QUIET_WINDOW_S[("suricata", "pcap")]
-        assert capture.quiet_window_s(name, "af-packet", 0.2) == 0.2
-        assert "new second" in (capture.cold_trials_reason(name, "pcap") or "")
-        assert capture.cold_trials_reason(name, "af-xdp") is None
+        assert registry.family(name) == "suricata"
+        assert registry.capture_methods(name) is suricata_capture.CAPTURE
+        assert registry.capture_method(name, None).name == "af-packet"
+        assert registry.capture_method(name, "pcap").quiet_window_s == suricata_capture.PCAP.quiet_window_s
+        assert registry.capture_method(name, "af-packet").quiet_window_s is None  # the drain's own
+        assert "new second" in (registry.capture_method(name, "pcap").cold_trials or "")
+        assert registry.capture_method(name, "af-xdp").cold_trials is None
+    builds = {"suricata@8.0.6": registry.capture_methods("suricata@8.0.6")}
     with pytest.raises(SpecError, match="suricata has no such capture method"):
-        capture.check(["suricata@8.0.6"], ["pf-ring"], {})
+        capture.check(builds, ["pf-ring"], {})
     with pytest.raises(SpecError, match="'cluster-type' is not an option of suricata's 'af-xdp'"):
-        capture.check(["suricata@8.0.6"], ["af-xdp"], {"cluster-type": "cluster_qm"})
-    assert capture.cold_trials_reason("snort", "pcap") is None  # only Suricata's libpcap reader is known to lag
+        capture.check(builds, ["af-xdp"], {"cluster-type": "cluster_qm"})
+    assert registry.capture_method("snort", "pcap").cold_trials is None  # only Suricata's libpcap reader lags
+    assert registry.capture_methods("snort+profiling") is registry.capture_methods("snort")
 
 
 def test_af_xdp_in_native_mode_on_a_macvtap_setup_is_refused_naming_skb():

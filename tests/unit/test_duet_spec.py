@@ -68,7 +68,7 @@ def test_single_mode_ids_do_not_change():
 @pytest.mark.parametrize("parts,words,fix", [
     ({"sensor__engine": ["suricata", "snort"], "sensor__config": ["default", "t.yaml"]},
      "sensor.engine (2 values) and sensor.config (2 values) both have several values", "keep two values on one"),
-    ({"sensor__engine": ["suricata", "snort", "capture"]}, "sensor.engine has 3 values", "exactly two values"),
+    ({"sensor__engine": ["suricata", "snort", "nodetect"]}, "sensor.engine has 3 values", "exactly two values"),
     ({"traffic__replayers": [1, 2]}, "traffic.replayers has 2 values; it cannot differ side by side",
      "give traffic.replayers one value"),
     ({"traffic__rate": [{"pps": 10}, {"pps": 20}]}, "traffic.rate has 2 values", "one value"),

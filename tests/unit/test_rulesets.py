@@ -119,7 +119,7 @@ def _doc(tmp_path: Path) -> CampaignDoc:
     snort = (rulesets.RuleSetLoad("s.rules", b, rules=4, loaded=1, method="converted",
                                   sids=frozenset({1000002})),)
     return CampaignDoc(spec={"name": "x"}, inputs=Inputs(rule_load={
-        "suricata": rule_load_doc(suricata), "snort": rule_load_doc(snort), "capture": rule_load_doc(())}))
+        "suricata": rule_load_doc(suricata), "snort": rule_load_doc(snort), "nodetect": rule_load_doc(())}))
 
 
 def test_common_rules_leave_out_engines_without_rules(tmp_path: Path) -> None:
@@ -139,8 +139,8 @@ def test_case_figures(tmp_path: Path) -> None:
     assert snort.row() == {"rules_total": 4, "rules_loaded": 1, "rules_loaded_share": 0.25, "common_rules": 1,
                            "alerts_common_rules": None, "alerts_common_rules_ci": None}
     assert snort.common.alerts_common_rules is None  # no ok sample
-    capture = case_engine_figures(doc, "capture", [])
-    assert capture.row() == {"rules_total": 0, "rules_loaded": 0, "rules_loaded_share": None}
+    nodetect = case_engine_figures(doc, "nodetect", [])
+    assert nodetect.row() == {"rules_total": 0, "rules_loaded": 0, "rules_loaded_share": None}
 
 
 # --- the spec ----------------------------------------------------------------------------------------------
@@ -148,12 +148,11 @@ def test_engine_tables_in_sensor_set() -> None:
     spec = spec_from_dict({"name": "x", "sensor": {"engine": ["suricata", "snort"], "set": {
         "stats.interval": 2, "detect.profile": "high",
         "snort": {"search_engine.search_method": "hyperscan", "detect.profile": "ignored"},
-        "capture": {"threads": 1}}}})
+        "nodetect": {"threads": 1}}}})
     assert spec.sensor.overrides("suricata") == {"stats.interval": "2", "detect.profile": "high"}
     assert spec.sensor.overrides("snort") == {"stats.interval": "2", "detect.profile": "ignored",
                                               "search_engine.search_method": "hyperscan"}
-    assert spec.sensor.overrides("capture") == {"stats.interval": "2", "detect.profile": "high", "threads": "1"}
-    assert spec.sensor.capture_method == "afpacket"
+    assert spec.sensor.overrides("nodetect") == {"stats.interval": "2", "detect.profile": "high", "threads": "1"}
     with pytest.raises(SpecError, match=r"sensor.set.snrt\] names no engine"):
         plan(spec_from_dict({"name": "x", "sensor": {"set": {"snrt": {"a": 1}}}}))
     with pytest.raises(SpecError, match="capture_method"):
@@ -176,15 +175,15 @@ def test_report_puts_the_engines_side_by_side(tmp_path: Path) -> None:
         return CaseResult(case=f"c-{engine}", params=params, samples=3, medians={"alerts": alerts},
                           cis={"alerts": (alerts - 1, alerts + 1)}, engines=figures)
 
-    rows = [row("suricata", 8, 4), row("snort", 56, 52), row("capture", 0, None)]
+    rows = [row("suricata", 8, 4), row("snort", 56, 52), row("nodetect", 0, None)]
     section = engine_section(SimpleNamespace(doc=_doc(tmp_path)), rows)  # type: ignore[arg-type]
     assert section is not None and section.common == 1
     titles = [c.title for c in section.table.columns]
     shown = [{t: cell(v) for t, v in zip(titles, r.cells)} for r in section.table.rows]
-    assert [r["engine"].text for r in shown] == ["capture", "snort", "suricata"]
+    assert [r["engine"].text for r in shown] == ["nodetect", "snort", "suricata"]
     snort = shown[1]
     assert snort["rules loaded %"].text == "25.0" and snort["alerts on common rules"].text == "52"
     assert snort["setup"].text == "" and shown[0]["setup"].text == "baremetal"  # the group's cells once
-    assert snort["alerts"].ci == "[55–57]" and snort["alerts"].note.startswith("vs capture: ")
+    assert snort["alerts"].ci == "[55–57]" and snort["alerts"].note.startswith("vs nodetect: ")
     assert {r.engine for r in section.rules} == {"suricata", "snort"}
     assert engine_section(SimpleNamespace(doc=_doc(tmp_path)), rows[:1]) is None  # type: ignore[arg-type]

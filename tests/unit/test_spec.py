@@ -99,16 +99,6 @@ def test_flows_and_duration():
         spec_from_dict({"name": "x", "traffic": {"flows": "random"}})
 
 
-def test_capture_engine_method_key_as_the_issue_names_it():
-    base = {"name": "x", "traffic": {"traces": ["builtin:mixed"]}}
-    by_method = spec_from_dict({**base, "sensor": {"engine": ["capture"], "method": "libpcap"}})
-    by_name = spec_from_dict({**base, "sensor": {"engine": ["capture"], "capture_method": "libpcap"}})
-    assert by_method.sensor.capture_method == by_name.sensor.capture_method == "libpcap"
-    assert spec_from_dict({**base, "sensor": {"engine": ["capture"]}}).sensor.capture_method == "afpacket"
-    with pytest.raises(SpecError, match="sensor.method"):
-        spec_from_dict({**base, "sensor": {"engine": ["capture"], "method": "pfring"}})
-
-
 @pytest.mark.parametrize("example", sorted((Path(__file__).parents[2] / "examples").glob("*.toml")),
                          ids=lambda p: p.name)
 def test_every_example_spec_loads(example):

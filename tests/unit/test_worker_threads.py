@@ -15,8 +15,8 @@ from idsbench.buildstamp import SnortBuild
 from idsbench.errors import SpecError
 from idsbench.plan import plan
 from idsbench.sensors.base import SensorOptions
-from idsbench.sensors.capture import Capture
-from idsbench.sensors.capture.config import capture_threads
+from idsbench.sensors.nodetect import NoDetect
+from idsbench.sensors.nodetect.config import capture_threads
 from idsbench.sensors.snort import Snort
 from idsbench.sensors.snort import log as snort_log
 from idsbench.sensors.snort.config import SnortInstall
@@ -104,14 +104,14 @@ def test_snort_reads_back_its_packet_threads(tmp_path: Path):
     assert run.worker_threads() == 2 and len(snort_log.sources_started(console.read_text())) == 2
 
 
-class FakeCapture(Capture):
+class FakeNoDetect(NoDetect):
     def _program(self, name: str) -> Path:
         return Path(f"/cache/native/{name}-0123456789abcdef")
 
 
-def test_the_capture_engine_follows_the_worker_count(tmp_path: Path):
+def test_the_nodetect_engine_follows_the_worker_count(tmp_path: Path):
     def threads(options: SensorOptions) -> str:
-        argv = FakeCapture().prepare(tmp_path, "ibr1", options).argv
+        argv = FakeNoDetect().prepare(tmp_path, "ibr1", options).argv
         return argv[argv.index("--threads") + 1]
 
     assert threads(SensorOptions(threads=1)) == "1" and threads(SensorOptions(threads=3)) == "3"

@@ -86,7 +86,7 @@ def run_on_hosts(spec: Spec, out_dir: Path, *, resume: bool = False, progress: P
     hostkeys.require_known([h for p in pairs for h in (p.sender, p.sensor)], known)
     layout = CampaignDir(out_dir)
     spec_doc: dict[str, object] = spec.model_dump(mode="json")
-    check_resume(layout, out_dir, spec_doc, resume)
+    check_resume(layout, out_dir, spec_doc, resume, [c.case_id for c in cases])
     order = decide_order(resolved.order, cases, read_campaign_doc(out_dir) if layout.campaign_file.exists() else None)
     cache = cache_dir or settings.cache_dir()
     traces = resolve_traces(resolved, cases, cache)

@@ -25,8 +25,10 @@ from pathlib import Path
 
 from idsbench import capture
 from idsbench.campaign_settings import CampaignSettings, SensorSettings
+from idsbench.capture import CaptureMethod
 from idsbench.plan import Case
 from idsbench.run.context import CampaignContext, options_key
+from idsbench.sensors import registry
 from idsbench.sensors.base import SensorEngine, SensorOptions
 from idsbench.sensors.rulesets import RuleSetLoad
 from idsbench.spec import AUTO_THREADS, DEFAULT_CONFIG
@@ -99,16 +101,15 @@ def case_options(ctx: CampaignContext, case: Case) -> SensorOptions:
     return dataclasses.replace(opts, config_overlay=ctx.overlays.get(case.config, opts.config_overlay))
 
 
-def capture_method(case: Case, settings: CampaignSettings) -> str:
-    """The capture method `case` runs (its axis value, else the engine's default: capture.method_of)."""
-    return capture.method_of(case.engine, case.capture, settings.sensor.capture_method)
+def case_capture(case: Case) -> CaptureMethod:
+    """The capture method `case` runs (its axis value, else its engine's default), as its engine declares it."""
+    return registry.capture_method(case.engine, case.capture)
 
 
 def with_capture(options: SensorOptions, settings: CampaignSettings, case: Case) -> SensorOptions:
     """`options` with the case's capture method (`capture`; None: the engine's default) and the campaign's
     `capture_options` that apply to it (idsbench.capture)."""
-    method = capture_method(case, settings)
-    opts = capture.options_for(method, settings.sensor.capture_options)
+    opts = capture.options_for(case_capture(case).name, settings.sensor.capture_options)
     return dataclasses.replace(options, capture=case.capture, capture_options=tuple(sorted(opts.items())),
                                bypass=case.bypass)
 
@@ -136,5 +137,5 @@ def engine_options(sensor: SensorSettings, name: str, engine: SensorEngine,
         found = [r if r.startswith("builtin:") else locate(r) for r in refs]
         out[options_key(name, ruleset)] = SensorOptions(
             rules=tuple(engine.resolve_rules(found)), overrides=tuple(sensor.overrides(engine.name).items()),
-            stats_interval_s=sensor.stats_interval_s, capture_method=sensor.capture_method)
+            stats_interval_s=sensor.stats_interval_s)
     return out

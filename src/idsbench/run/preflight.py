@@ -113,7 +113,7 @@ def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path
     check_host()
     setup_preflight(spec)  # e.g. vm-vfio: IOMMU, vfio-pci, SR-IOV, a NIC wire
     layout = CampaignDir(out_dir.resolve())  # absolute: containers and VMs mount sample directories
-    check_resume(layout, out_dir, spec.model_dump(mode="json"), resume)
+    check_resume(layout, out_dir, spec.model_dump(mode="json"), resume, [c.case_id for c in cases])
     order = decide_order(settings.order, cases, read_campaign_doc(out_dir) if layout.campaign_file.exists() else None)
     engines: dict[str, SensorEngine] = {}
     options: dict[str, SensorOptions] = {}
@@ -158,8 +158,10 @@ def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path
     return ctx, cases
 
 
-def check_resume(layout: CampaignDir, out_dir: Path, spec_doc: dict[str, object], resume: bool) -> None:
-    """A directory that holds a campaign is only continued with --resume and the same spec."""
+def check_resume(layout: CampaignDir, out_dir: Path, spec_doc: dict[str, object], resume: bool,
+                 case_ids: Sequence[str] = ()) -> None:
+    """A directory that holds a campaign is only continued with --resume, the same spec and the same case ids
+    (`case_ids`: the plan's; an older idsbench named some cases otherwise, e.g. the engine "capture")."""
     if not layout.campaign_file.exists():
         return
     previous = read_campaign_doc(out_dir)
@@ -174,6 +176,13 @@ def check_resume(layout: CampaignDir, out_dir: Path, spec_doc: dict[str, object]
     if previous.spec.model_dump(mode="json") != spec_doc:
         raise SpecError(f"{out_dir} holds campaign {previous.name!r} with a different spec.",
                         fix="resume with the same spec file, or choose another --out directory.")
+    planned = [c.case_id for c in previous.cases]
+    if case_ids and planned and planned != list(case_ids):
+        renamed = sorted(set(planned) - set(case_ids))
+        raise SpecError(f"{out_dir} holds campaign {previous.name!r} whose cases this idsbench names otherwise "
+                        f"({', '.join(renamed[:3])}{' …' if len(renamed) > 3 else ''}: made by an older version).",
+                        fix="complete it with the idsbench version that started it, or choose another --out "
+                            "directory.")
 
 
 def campaign_doc(ctx: CampaignContext, spec: Spec, cases: list[Case], order: RunOrderRecord | None = None) -> CampaignDoc:

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from idsbench import capture
 from idsbench.accounting import waterfall_of
+from idsbench.bypass.counting import xdp_drops
 from idsbench.errors import SensorFailed
 from idsbench.infra import cgroups
 from idsbench.infra.cgroups import CgroupResource
@@ -42,7 +42,7 @@ from idsbench.run.drain import (
     wire_record,
     wire_snapshot,
 )
-from idsbench.run.facts import allocation_cores, capture_method, case_facts
+from idsbench.run.facts import allocation_cores, case_capture, case_facts
 from idsbench.run.replay import ReplayOutcome, ReplayPlan, Sender, TrafficSender, replay_plan
 from idsbench.run.timeline import Timeline
 from idsbench.run.verdict import describe_exit
@@ -53,7 +53,7 @@ from idsbench.store.layout import CONSOLE_FILE, MONITOR_FILE
 from idsbench.store.schema import Placement, WireRecord
 from idsbench.store.waterfall import Waterfall
 from idsbench.teardown import TeardownStack
-from idsbench.wire.netns import NamespaceWire, WireEnds, XdpResource, impair, mtu_for, xdp_drops
+from idsbench.wire.netns import NamespaceWire, WireEnds, XdpResource, impair, mtu_for
 from idsbench.wire.nic import NicWire
 
 Phase = Callable[[str], None]
@@ -228,7 +228,6 @@ class SensorSession:
             self.timeline.enter("setup")
         rf, su = self.run_facts, ctx.settings.setup
         self.sender_cpus = list(rf.cpus.sender)
-        method = capture_method(case, ctx.settings)
         setup = self.setup = deps.make_setup(case.setup, SetupRequest(
             sup=self.sup, engine=self.engine, name=self.name, sample_dir=self.sample_dir, cpus=rf.quota,
             memory_bytes=case.memory_bytes, cpu_affinity=rf.cpus.sensor_affinity, read_only_paths=rf.read_only_paths,
@@ -236,7 +235,7 @@ class SensorSession:
             vcpus=su.vcpus, accel=su.accel, vfio_device=su.vfio_device, sriov_pf=su.sriov_pf,
             sriov_mac=su.sriov_mac, sriov_vlan=su.sriov_vlan, hugepages=su.hugepages,
             boot_timeout_s=su.boot_timeout_s,
-            capabilities=capture.container_capabilities(case.engine, method),
+            capabilities=case_capture(case).container_capabilities,
         ))
         self.phase("wire")
         wire = self.wire = self._make_wire(setup).up()
@@ -378,8 +377,7 @@ class SensorSession:
             ends = self.deps.snapshot(wire)
             return None if ends.sensor is None else ends.sensor.rx_pkts + ends.sensor.rx_dropped
 
-        method = capture_method(self.case, self.ctx.settings)
-        window = capture.quiet_window_s(self.case.engine, method, QUIET_S)
+        window = case_capture(self.case).quiet_window_s or QUIET_S
         return QuietWatch(self.cpu_seconds, received, self.allocation, clock=self.deps.monotonic,
                           runnable=lambda: any_runnable(self.sensor_pids()), window_s=window)
 

@@ -27,13 +27,12 @@ from pathlib import Path
 
 from MLRsearch import AbstractMeasurer, MeasurementResult
 
-from idsbench import capture
 from idsbench.accounting import waterfall_of
 from idsbench.errors import SensorFailed
 from idsbench.infra.cgroups import CFS_PERIOD_US
 from idsbench.plan import Case
 from idsbench.run.context import CampaignContext
-from idsbench.run.facts import capture_method, case_facts
+from idsbench.run.facts import case_capture, case_facts
 from idsbench.run.session import Phase, SampleDeps, SensorSession, TrialOutcome
 from idsbench.run.timeline import Timeline
 from idsbench.search import mlr
@@ -235,9 +234,9 @@ class Measurer(AbstractMeasurer):  # type: ignore[misc]
                 if not session.open():
                     return self._failed(trial, index, "cold", session.facts.sensor_failure)
                 plan = session.plan(case, self.ctx.replay_paths(case), sample_dir)
-                # a method whose live counters lag (capture.COLD_TRIALS) is counted by its exit statistics,
+                # a method whose live counters lag (CaptureMethod.cold_trials) is counted by its exit statistics,
                 # as a sample is: the drain may end once the sensor is quiet, the stop then counts
-                by_exit = capture.cold_trials_reason(case.engine, capture_method(case, self.ctx.settings)) is not None
+                by_exit = case_capture(case).cold_trials is not None
                 outcome = session.trial(plan, settle_s=0.0, measure_cpu=True, stop_after=by_exit)
             finally:
                 session.close()

@@ -24,11 +24,10 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 
-from idsbench import capture
 from idsbench.accounting import waterfall_of
 from idsbench.plan import Case
 from idsbench.run.context import CampaignContext
-from idsbench.run.facts import capture_method, case_facts
+from idsbench.run.facts import case_capture, case_facts
 from idsbench.run.sample import SampleRun
 from idsbench.run.session import Phase, SampleDeps
 from idsbench.search import mlr
@@ -77,11 +76,11 @@ class CaseSearch:
         if self.warm and axis.name == "cpus" and self.case.setup != "baremetal":
             self.warm = False
             self.notes.append(f"the cpus axis on {self.case.setup} runs cold trials (its limit is set at start)")
-        method = capture_method(self.case, self.ctx.settings)
-        cold_reason = capture.cold_trials_reason(self.case.engine, method)
+        method = case_capture(self.case)
+        cold_reason = method.cold_trials
         if self.warm and cold_reason:
             self.warm = False
-            self.notes.append(f"{method} runs cold trials (a fresh sensor each): {cold_reason}")
+            self.notes.append(f"{method.name} runs cold trials (a fresh sensor each): {cold_reason}")
         repeats: list[SearchRepeat] = []
         ceiling: float | None = None  # the sender's, measured once (by the first repeat that measured it)
         for k in range(self.cfg.repeats):

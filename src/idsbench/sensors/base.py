@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from idsbench.capture import Scalar
+from idsbench.capture import CaptureCatalogue, Scalar
 from idsbench.counters import Counters as Counters  # re-exported: the schema lives in the leaf idsbench.counters
 from idsbench.errors import EnvironmentMissing
 
@@ -40,16 +40,15 @@ class EventLogIntegrity:
 @dataclass(frozen=True)
 class SensorOptions:
     """What a campaign asks of any engine: rules (resolved paths), the user's config overrides
-    (`sensor.set`, engine-specific keys), an optional config overlay file, the stats interval, how a
-    capture-only engine reads the wire (`sensor.capture_method`; other engines ignore it), and how
+    (`sensor.set`, engine-specific keys), an optional config overlay file, the stats interval, how
     many worker threads to run (`threads`; None: the engine's own choice — run/facts.py sets it to
-    the sensor's CPUs; an engine setting in `overrides` that names its threads wins)."""
+    the sensor's CPUs; an engine setting in `overrides` that names its threads wins), how it reads the
+    wire (`capture`, `capture_options`) and its flow bypass (`bypass`)."""
 
     rules: tuple[Path, ...] = ()
     overrides: tuple[tuple[str, str], ...] = ()
     stats_interval_s: int = 1
     config_overlay: Path | None = None
-    capture_method: str = "afpacket"
     threads: int | None = None
     capture: str | None = None  # sensor.capture: the method (idsbench.capture); None: the engine's default
     capture_options: tuple[tuple[str, Scalar], ...] = ()  # the spec's options that apply to that method
@@ -122,9 +121,12 @@ class SensorRun(Protocol):
 
 
 class SensorEngine(Protocol):
-    """What an engine adapter (Suricata, Snort, capture-only…) provides to runner and setups."""
+    """What an engine adapter (Suricata, Snort, nodetect…) provides to runner and setups."""
 
     name: str
+    # how it reads the wire: its capture methods, their options and defaults, the flow bypass it has
+    # (idsbench.capture; declared in the engine's package, e.g. sensors/suricata/capture.py)
+    capture_methods: CaptureCatalogue
 
     def available(self) -> bool: ...
 
@@ -157,7 +159,7 @@ class SensorEngine(Protocol):
 
     def offline_alerts(self, pcap: Path, options: SensorOptions, workdir: Path) -> dict[int, int] | None:
         """Alerts per signature id when the engine reads `pcap` offline with these rules and config:
-        the ground truth of detection. None: the engine raises no alerts (capture-only)."""
+        the ground truth of detection. None: the engine raises no alerts (nodetect)."""
         ...
 
     def image_packages(self) -> tuple[str, ...]:

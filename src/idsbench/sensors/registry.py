@@ -1,47 +1,54 @@
-"""Sensor engines by name: `spec.sensor.engine` picks one. A new engine registers a factory here
-(or from its own module with `register`) — runner, preflight and setups need no change."""
+"""Sensor engines by name: `spec.sensor.engine` picks one. A new engine registers its adapter class here
+(or from its own module with `register`) — runner, preflight and setups need no change.
+
+An adapter class declares how its engine reads the wire (`capture_methods`, idsbench.capture), read here
+by name without making an adapter (`capture_methods`, `capture_method`): a build (`suricata@8.0.6`,
+`snort+profiling`) has its engine's methods.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from idsbench.capture import CaptureCatalogue, CaptureMethod
 from idsbench.errors import SpecError
 from idsbench.sensors.base import SensorEngine
 
-EngineFactory = Callable[[], SensorEngine]
+EngineClass = Callable[[], type[SensorEngine]]  # imports the adapter's package when called
 
 
-def _suricata() -> SensorEngine:
+def _suricata() -> type[SensorEngine]:
     from idsbench.sensors.suricata import Suricata
 
-    return Suricata()
+    return Suricata
 
 
-def _snort() -> SensorEngine:
+def _snort() -> type[SensorEngine]:
     from idsbench.sensors.snort import Snort
 
-    return Snort()
+    return Snort
 
 
-def _capture() -> SensorEngine:
-    from idsbench.sensors.capture import Capture
+def _nodetect() -> type[SensorEngine]:
+    from idsbench.sensors.nodetect import NoDetect
 
-    return Capture()
-
-
-_ENGINES: dict[str, EngineFactory] = {"suricata": _suricata, "snort": _snort, "capture": _capture}
+    return NoDetect
 
 
-def register(name: str, factory: EngineFactory) -> None:
-    _ENGINES[name] = factory
+_ENGINES: dict[str, EngineClass] = {"suricata": _suricata, "snort": _snort, "nodetect": _nodetect}
 
 
-def unregister(name: str) -> None:
-    _ENGINES.pop(name, None)
+def register(name: str, adapter: EngineClass) -> None:
+    _ENGINES[name] = adapter
 
 
 def names() -> list[str]:
     return sorted(_ENGINES)
+
+
+def family(name: str) -> str:
+    """The engine a name runs: `suricata@8.0.6+profiling` -> `suricata`, `snort+profiling` -> `snort`."""
+    return name.split("+", 1)[0].split("@", 1)[0]
 
 
 def _is_build(name: str) -> bool:
@@ -49,12 +56,8 @@ def _is_build(name: str) -> bool:
     return name not in _ENGINES and ("@" in name or "+" in name)
 
 
-def _base(name: str) -> str:
-    return name.split("+", 1)[0].split("@", 1)[0]
-
-
 def _build(name: str) -> SensorEngine:
-    if _base(name) == "snort":
+    if family(name) == "snort":
         from idsbench.sensors.snort import Snort
         from idsbench.sensors.snort.config import parse_engine_options
 
@@ -66,8 +69,8 @@ def _build(name: str) -> SensorEngine:
 
 
 def check_name(name: str) -> str:
-    if _is_build(name) and _base(name) in _ENGINES:
-        base = _base(name)
+    if _is_build(name) and family(name) in _ENGINES:
+        base = family(name)
         if base == "snort":
             from idsbench.sensors.snort.config import parse_engine_options
 
@@ -91,4 +94,15 @@ def engine(name: str) -> SensorEngine:
     """A new adapter for engine `name` (SpecError naming the choices when unknown)."""
     if _is_build(check_name(name)):
         return _build(name)
-    return _ENGINES[name]()
+    return _ENGINES[name]()()
+
+
+def capture_methods(name: str) -> CaptureCatalogue:
+    """How engine `name` (or a build of it) reads the wire, as its adapter declares it; SpecError when unknown."""
+    check_name(name)
+    return _ENGINES[family(name)]().capture_methods
+
+
+def capture_method(name: str, capture: str | None) -> CaptureMethod:
+    """The method a case of engine `name` runs: `capture` (its `sensor.capture`), None: the engine's default."""
+    return capture_methods(name).method(capture)

@@ -57,8 +57,9 @@ class SetupRequest:
     sriov_vlan: int | None = None   # vm-vfio: the VF's port VLAN
     hugepages: bool = False         # vm-vfio: guest RAM from /dev/hugepages
     boot_timeout_s: float = 240.0   # vm, vm-vfio: how long the guest may take to boot
-    # containers: Linux capabilities the sensor needs beyond the setup's own (capture.CONTAINER_CAPABILITIES:
-    # AF_XDP's bpf(2) needs SYS_ADMIN); bare metal runs as root, VMs as root in the guest
+    # containers: Linux capabilities the sensor needs beyond the setup's own (its capture method declares them,
+    # CaptureMethod.container_capabilities: AF_XDP's bpf(2) needs SYS_ADMIN); bare metal runs as root, VMs as root
+    # in the guest
     capabilities: tuple[str, ...] = ()
 
 

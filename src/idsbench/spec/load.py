@@ -15,6 +15,7 @@ else:  # Python 3.10: the same parser, as the tomli package
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from idsbench import legacy
 from idsbench.errors import InputError, SpecError
 from idsbench.spec.duet import check_duet
 from idsbench.spec.model import Spec
@@ -56,4 +57,7 @@ def load_spec(path: str | Path) -> Spec:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{path} is not valid TOML: {exc}.", fix="fix the syntax at that line.") from exc
-    return spec_from_dict(data, source=str(path), base_dir=path.resolve().parent)
+    spec = spec_from_dict(data, source=str(path), base_dir=path.resolve().parent)
+    for note in legacy.notes(data.get("sensor")):  # an older name, read as today's
+        print(f"idsbench: note: {path}: {note}", file=sys.stderr)
+    return spec

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
@@ -21,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from idsbench import legacy
 from idsbench.hostspec import HostEntry
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
@@ -181,7 +181,8 @@ class Sensor(_Frozen):
     engine: list[str] = Field(
         default_factory=lambda: ["suricata"], min_length=1,
         description="The engine (an axis): \"suricata\" (the installed one), \"snort\" (Snort 3, built by "
-        "`make snort`), \"capture\" (no detection: the capture path alone); a Suricata build from source "
+        "`make snort`), \"nodetect\" (no detection: the capture path alone; \"capture\" before); a Suricata "
+        "build from source "
         "\"suricata@8.0.6\"; options after `+`: \"suricata@8.0.6+profiling\", \"+nohyperscan\", "
         "\"snort+profiling\" (docs/engines.md).")
     rules: list[str] = Field(
@@ -204,10 +205,6 @@ class Sensor(_Frozen):
                                   "(the counter series of every sample).")
     ready_timeout_s: float = Field(120.0, gt=0, description="How long the sensor may take to start (rule "
                                    "load included) before the sample fails.")
-    capture_method: Literal["afpacket", "libpcap"] = Field(
-        "afpacket", validation_alias=AliasChoices("capture_method", "method"),
-        description="Engine \"capture\" only: its reader when `capture` is unset — \"afpacket\" (ibcapture, a "
-        "TPACKET_V3 ring reader) or \"libpcap\" (tcpdump to /dev/null).")
     ground_truth: bool = Field(True, description="Read each replayed copy offline with the same rules and "
                                "config (cases with one loop): alerts per signature, for every sample's alert "
                                "recall.")
@@ -218,14 +215,16 @@ class Sensor(_Frozen):
         "ruleset.")
     threads: list[Threads] = Field(
         default_factory=lambda: list[Threads]([None]), min_length=1,
-        description="Worker threads (Suricata's af-packet workers, Snort's packet threads, the capture engine's "
+        description="Worker threads (Suricata's af-packet workers, Snort's packet threads, the nodetect engine's "
         "readers; an axis): unset = as many as CPUs the sensor is given (pinned CPUs, or its quota rounded up); "
         "a count; or \"auto\" (the engine's own choice).")
     capture: list[str | None] = Field(
         default_factory=lambda: list[str | None]([None]), min_length=1,
         description="How the engine reads the wire (an axis). Suricata: \"af-packet\" (default), "
-        "\"af-packet-v2\", \"af-xdp\", \"pcap\"; Snort: \"afpacket\" (default), \"pcap\"; engine capture: "
-        "\"afpacket\", \"libpcap\". Unset: the engine's default (docs/capture.md).")
+        "\"af-packet-v2\", \"af-xdp\", \"pcap\"; Snort: \"afpacket\" (default), \"pcap\"; nodetect: "
+        "\"afpacket\" (default, ibcapture), \"libpcap\" (tcpdump to /dev/null) — each engine declares its "
+        "methods (sensors/<engine>/capture.py). Unset: the engine's default (docs/capture.md). `capture_method` "
+        "(or `method`) of older specs is read as this (idsbench.legacy).")
     capture_options: dict[str, Scalar | dict[str, Scalar]] = Field(
         default_factory=dict,
         description="Capture method options: plain keys for every method of the axis, a table "
@@ -250,6 +249,12 @@ class Sensor(_Frozen):
         if data.get("bypass") == [None]:
             data.pop("bypass")
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_names(cls, data: Any) -> Any:
+        """Older names (engine "capture", `capture_method`) as they are now (idsbench.legacy)."""
+        return legacy.sensor_doc(data) if isinstance(data, dict) else data
 
     @field_validator("capture", mode="before")
     @classmethod

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import JsonValue, ValidationError
 
+from idsbench import legacy
 from idsbench.errors import InputError
 from idsbench.probemodel import HostProbe
 from idsbench.store.campaigndoc import CAMPAIGN_SCHEMA, CampaignDoc
@@ -145,12 +146,12 @@ def migrate_campaign(doc: dict[str, object]) -> dict[str, object]:
     top of `environment`, keyed by the engine's name) moves into `environment.engines`."""
     schema = doc.get("schema")
     if isinstance(schema, int) and schema >= CAMPAIGN_SCHEMA:
-        return doc
+        return legacy.campaign_doc(doc)  # older engine names (idsbench.legacy)
     env = doc.get("environment")
     if isinstance(env, dict):
         engines = {k: v for k, v in env.items() if isinstance(v, dict) and k not in ENVIRONMENT_PARTS}
         env = {**{k: v for k, v in env.items() if k not in engines}, "engines": engines}
-    return {**doc, "schema": CAMPAIGN_SCHEMA, "environment": env or {}}
+    return legacy.campaign_doc({**doc, "schema": CAMPAIGN_SCHEMA, "environment": env or {}})
 
 
 def read_probe(path: Path) -> HostProbe:

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, JsonValue
 
+from idsbench import legacy
 from idsbench.counters import Counters
 from idsbench.store.casefigures import EngineFigures, HostSideFigures, Number, SearchFigures
 from idsbench.store.casefigures import SearchGoals as SearchGoals  # search.json holds it too
@@ -478,8 +479,9 @@ class RunOrderRecord(Record):
 
 
 def migrate_summary(doc: dict[str, object]) -> dict[str, object]:
-    """A summary.json of any schema as the current one expects it (derived keys are dropped)."""
-    out = dict(doc)
+    """A summary.json of any schema as the current one expects it (derived keys are dropped, older engine
+    names renamed: idsbench.legacy)."""
+    out = legacy.summary_doc(doc)
     status = str(out.get("status") or "ok")
     if status in _OLD_STATUS:
         out["status"] = _OLD_STATUS[status]

@@ -73,8 +73,9 @@ class LinkResource:
 @resource_kind
 @dataclass(frozen=True)
 class XdpResource:
-    """An XDP program a sensor attaches to a link (Suricata's bypass filter, idsbench.bypass): detached at
-    teardown, also when the sensor was killed before it could detach it itself."""
+    """An XDP program a sensor attaches to a link (Suricata's bypass filter, idsbench.bypass; its drops:
+    bypass/counting.xdp_drops): detached at teardown, also when the sensor was killed before it could
+    detach it itself."""
 
     kind: ClassVar[str] = "xdp"
     link: str
@@ -88,19 +89,6 @@ class XdpResource:
 
     def describe(self) -> str:
         return f"xdp program on {self.link}" + (f" in netns {self.netns}" if self.netns else "")
-
-
-def xdp_drops(ns: str | None, ifname: str) -> int:
-    """Packets the XDP program on `ifname` dropped so far (`ethtool -S`: a veth's per-queue xdp_drops,
-    summed; 0 when the driver reports none): what Suricata's XDP bypass filter dropped for bypassed flows
-    (measured on a veth: 24427 = the 40001 packets received − the 15574 AF_PACKET captured)."""
-    done = proc.run(["ethtool", "-S", ifname], netns=ns, timeout=10, check=False)
-    total = 0
-    for line in done.stdout.splitlines():
-        name, _, value = line.strip().partition(":")
-        if name.endswith("xdp_drops") and value.strip().isdigit():
-            total += int(value)
-    return total
 
 
 def add_netns(stack: TeardownStack, name: str) -> None:

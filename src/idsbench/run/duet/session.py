@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from idsbench import capture
 from idsbench.accounting import waterfall_of
 from idsbench.errors import SensorFailed
 from idsbench.infra import cgroups
@@ -33,7 +32,7 @@ from idsbench.proc import Supervisor
 from idsbench.run.context import CampaignContext
 from idsbench.run.drain import drain, near_idle_cores, wire_record
 from idsbench.run.duet.place import DuetPlacement, PlacementKind, Slot, place, slot_of
-from idsbench.run.facts import capture_method, worker_threads
+from idsbench.run.facts import case_capture, worker_threads
 from idsbench.run.replay import ReplayOutcome, ReplayPlan, replay_plan
 from idsbench.run.session import Monitor, Phase, SampleDeps, SenderGroup, SensorCpu, SensorSession, TrialOutcome
 from idsbench.run.timeline import Timeline
@@ -169,8 +168,7 @@ class DuetSession:
                 memory_bytes=case.memory_bytes, cpu_affinity=side.slot.cpus, read_only_paths=s.run_facts.read_only_paths,
                 cache_dir=ctx.cache_dir, runtime=ctx.settings.setup.runtime, swappiness=ctx.settings.setup.swappiness,
                 name_prefix=ctx.name_prefix, vcpus=ctx.settings.setup.vcpus, accel=ctx.settings.setup.accel,
-                capabilities=capture.container_capabilities(
-                    case.engine, capture_method(case, ctx.settings))))
+                capabilities=case_capture(case).container_capabilities))
         self.phase("wire")
         existing = [side.session.setup.pre_wire() for side in self.order if side.session.setup]
         mtu = mtu_for(ctx.traces[self.pair.a.trace].max_frame)

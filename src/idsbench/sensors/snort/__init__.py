@@ -18,12 +18,13 @@ from functools import cached_property
 from pathlib import Path
 
 from idsbench import proc, settings
-from idsbench.capture import DEFAULT_METHOD, METHODS, Scalar, effective_options
+from idsbench.capture import Scalar, effective_options
 from idsbench.errors import EnvironmentMissing, InputError, SensorFailed, SpecError
 from idsbench.sensors import rulesets
 from idsbench.sensors.base import SensorOptions, requirement_met
 from idsbench.sensors.snort import log as snort_log
 from idsbench.sensors.snort import ruleprep
+from idsbench.sensors.snort.capture import CAPTURE
 from idsbench.sensors.snort.config import (
     PCAP_PATCH,
     SnortInstall,
@@ -54,6 +55,7 @@ def default_threads() -> int:
 
 class Snort:
     name = "snort"
+    capture_methods = CAPTURE
 
     def __init__(self, install: SnortInstall | None = None, cache_dir: Path | None = None,
                  variables: Variables | None = None, *, profiling: bool = False):
@@ -228,11 +230,8 @@ class Snort:
 
 def capture_of(options: SensorOptions) -> tuple[str, dict[str, Scalar]]:
     """The DAQ module of a run (`sensor.capture`; afpacket by default) and its effective options."""
-    module = options.capture or DEFAULT_METHOD["snort"]
-    if module not in METHODS["snort"]:
-        raise SpecError(f"sensor.capture = {module!r}: Snort's DAQ has no such module here.",
-                        fix=f"use one of {', '.join(METHODS['snort'])}.")
-    return module, effective_options("snort", module, dict(options.capture_options))
+    method = CAPTURE.method(options.capture)  # SpecError naming the DAQ modules
+    return method.name, effective_options("snort", method, dict(options.capture_options))
 
 
 def _sources(ref: str) -> list[tuple[str, Path]]:

@@ -21,14 +21,17 @@ from pathlib import Path
 from typing import Any
 
 from idsbench import native, proc, settings
-from idsbench.bypass import PROGRAMS
-from idsbench.bypass import settings as bypass_settings
-from idsbench.capture import Scalar, xdp_drops_at_nic
+from idsbench.bypass import counting
+from idsbench.bypass.suricata import PROGRAMS
+from idsbench.bypass.suricata import program as bypass_program
+from idsbench.bypass.suricata import settings as bypass_settings
+from idsbench.capture import Scalar, native_xdp
 from idsbench.errors import EnvironmentMissing, InputError, SensorFailed, SpecError
 from idsbench.sensors import rulesets
 from idsbench.sensors.base import CounterPoint, Counters, EventLogIntegrity, SensorOptions
-from idsbench.sensors.suricata import ebpf
 from idsbench.sensors.suricata import log as slog
+from idsbench.sensors.suricata.build import source_dir
+from idsbench.sensors.suricata.capture import CAPTURE
 from idsbench.sensors.suricata.config import (
     CAPTURE_FLAGS,
     DEFAULT_CONFIG,
@@ -253,7 +256,7 @@ class SuricataRun:
 
     @property
     def _drops_at_nic(self) -> bool:
-        return xdp_drops_at_nic("suricata", self.capture, self.capture_options)
+        return native_xdp(CAPTURE.method(self.capture), self.capture_options)  # its drops are the NIC's too
 
     def capture_info(self) -> tuple[str, dict[str, Scalar], dict[str, int]]:
         """The capture method, its effective options and its drop points (the last stats record)."""
@@ -264,13 +267,13 @@ class SuricataRun:
 
     def bypass_filter_pkts(self, pids: list[int]) -> int:
         """Packets the eBPF socket filter (bypass "ebpf") dropped so far, from its per-flow counters
-        (sensors/suricata/ebpf.py), read through the sensor processes `pids`: 0 in other modes, and before
+        (bypass/counting.py), read through the sensor processes `pids`: 0 in other modes, and before
         the filter is loaded."""
         if self.bypass != "ebpf":
             return 0
         if not self._flow_maps:
-            self._flow_maps = ebpf.flow_maps(pids)
-        return ebpf.filtered_packets(self._flow_maps)
+            self._flow_maps = counting.flow_maps(pids)
+        return counting.filtered_packets(self._flow_maps)
 
     def bypass_info(self) -> tuple[str, dict[str, Scalar]]:
         """The flow bypass mode and its effective settings (idsbench.bypass)."""
@@ -383,6 +386,7 @@ class Suricata:
     """Adapter for one Suricata binary."""
 
     name = "suricata"
+    capture_methods = CAPTURE
 
     def __init__(self, binary: str = "suricata", default_config: Path = DEFAULT_CONFIG):
         self.binary = binary
@@ -463,11 +467,11 @@ class Suricata:
             raise SpecError(f"sensor.bypass = {mode!r}: {self.binary} (Suricata {self.version()}) was built without "
                             "eBPF support (`suricata --build-info`: eBPF support: no).",
                             fix="use a Suricata built with libbpf (Debian's 7.0 package is), or bypass = \"local\".")
-        ebpf.program(PROGRAMS[mode].removesuffix(".bpf"), settings.cache_dir())
-        why = ebpf.bpftool_missing() if mode == "ebpf" else None
+        bypass_program(PROGRAMS[mode], settings.cache_dir(), source_dir())
+        why = counting.bpftool_missing() if mode == "ebpf" else None
         if why is not None:  # the socket filter's drops are counted from its maps (bypass_filter_pkts)
             raise EnvironmentMissing(f"sensor.bypass = \"ebpf\": cannot count the socket filter's drops: {why}.",
-                                     fix=ebpf.BPFTOOL_FIX)
+                                     fix=counting.BPFTOOL_FIX)
         native.program("ibmemlock")
 
     # --- rules ------------------------------------------------------------------------------
@@ -518,13 +522,13 @@ class Suricata:
         bypass: str = "off",
     ) -> SuricataRun:
         """`prepare` with every knob explicit (tests use threads and cluster_id). A kernel-side bypass
-        ("xdp", "ebpf") loads its program built from Suricata's sources (sensors/suricata/ebpf.py) and
+        ("xdp", "ebpf") loads its program built from Suricata's sources (bypass/suricata.py) and
         starts Suricata with the memlock shim preloaded (native/src/ibmemlock.c)."""
         _check_overrides(overrides)
         run_dir = Path(run_dir).resolve()
         run_dir.mkdir(parents=True, exist_ok=True)
         paths = RunPaths(run_dir)
-        program = str(ebpf.program(PROGRAMS[bypass].removesuffix(".bpf"), settings.cache_dir())) \
+        program = str(bypass_program(PROGRAMS[bypass], settings.cache_dir(), source_dir())) \
             if bypass in PROGRAMS else None
         cfg = render_config(
             load_default_config(self.default_config), paths, interface, rules,

@@ -12,9 +12,10 @@ from typing import Any
 
 import yaml
 
-from idsbench.bypass import settings as bypass_settings
+from idsbench.bypass.suricata import settings as bypass_settings
 from idsbench.capture import Scalar, effective_options
 from idsbench.errors import EnvironmentMissing
+from idsbench.sensors.suricata.capture import CAPTURE
 from idsbench.store.layout import EVE_FILE, SURICATA_CONFIG_FILE, SURICATA_LOG_FILE, SURICATA_PID_FILE
 
 DEFAULT_CONFIG = Path("/etc/suricata/suricata.yaml")
@@ -207,7 +208,7 @@ def capture_section(method: str, interface: str, threads: int | None, cluster_id
     the `default` entry) and the effective options, every default the run depends on written out."""
     if method not in _SECTION:
         raise ValueError(f"unknown Suricata capture method {method!r}")
-    eff = effective_options("suricata", method, options)
+    eff = effective_options("suricata", CAPTURE.method(method), options)
     if method in ("af-packet", "af-packet-v2"):
         afp: SuricataYaml = {"interface": interface, "threads": threads if threads else "auto",
                                "cluster-id": cluster_id, "cluster-type": eff["cluster-type"], "defrag": True,
@@ -238,7 +239,7 @@ def capture_section(method: str, interface: str, threads: int | None, cluster_id
 
 
 def apply_bypass(cfg: SuricataYaml, iface: SuricataYaml, mode: str, program: str | None) -> dict[str, Scalar]:
-    """Write the bypass `mode`'s settings (idsbench.bypass.settings) into `cfg` (its stream section) and
+    """Write the bypass `mode`'s settings (bypass/suricata.settings) into `cfg` (its stream section) and
     `iface` (the capture interface's entry); returns them. Every mode pins `stream.bypass` and the stream
     depth, so off and on run the same depth."""
     eff = bypass_settings(mode, program)

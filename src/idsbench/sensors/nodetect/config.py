@@ -1,11 +1,11 @@
-"""Command lines and readiness of the capture-only engines (`engine = "capture"`).
+"""Command lines and readiness of the nodetect engine's readers (`engine = "nodetect"`).
 
-- `method = "afpacket"`: ibcapture (src/idsbench/native/src/ibcapture.c), a TPACKET_V3 ring reader
+- `sensor.capture = "afpacket"`: ibcapture (src/idsbench/native/src/ibcapture.c), a TPACKET_V3 ring reader
   written for this: it does nothing but read the rings, so its ceiling is the capture path's own.
   (Suricata with detection and app-layer off would still decode, track flows and run its packet
   pipeline per packet; that is a "minimal IDS", not a capture baseline.) Stats: one JSON line per
   interval to a file, a final line after draining at SIGTERM/SIGINT.
-- `method = "libpcap"`: tcpdump writing to /dev/null. Without --immediate-mode, so libpcap uses a
+- `sensor.capture = "libpcap"`: tcpdump writing to /dev/null. Without --immediate-mode, so libpcap uses a
   TPACKET_V3 ring with block delivery (1 s buffer timeout) like the IDS engines' AF_PACKET capture;
   immediate mode would switch libpcap to a per-packet TPACKET_V2 ring, a different and slower method.
   Stats: SIGUSR1 makes tcpdump print them (one line); it prints them again at exit.
@@ -18,15 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from idsbench.errors import SpecError
+from idsbench.sensors.nodetect.capture import AFPACKET, CAPTURE, LIBPCAP
 
 PAGE_SIZE = 4096
 TCPDUMP_BUFFER_TIMEOUT_S = 1.0  # libpcap's timeout as tcpdump sets it: stop no earlier after the traffic
 
 _READY = {
-    "afpacket": re.compile(r"^ibcapture: capturing on (?P<interface>\S+)", re.MULTILINE),
-    "libpcap": re.compile(r"^tcpdump: listening on (?P<interface>[^,\s]+),", re.MULTILINE),
+    AFPACKET: re.compile(r"^ibcapture: capturing on (?P<interface>\S+)", re.MULTILINE),
+    LIBPCAP: re.compile(r"^tcpdump: listening on (?P<interface>[^,\s]+),", re.MULTILINE),
 }
-METHODS = tuple(_READY)
+METHODS = CAPTURE.names()
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ _THREADS = re.compile(r"ibcapture: capturing on \S+ \(threads (?P<threads>\d+),"
 
 def capture_threads(method: str, stderr_text: str) -> int | None:
     """The reader threads the engine started: ibcapture's ready line says; tcpdump reads with one."""
-    if method != "afpacket":
+    if method != AFPACKET:
         return 1 if ready_interface(method, stderr_text) else None
     found = _THREADS.search(stderr_text)
     return int(found.group("threads")) if found else None

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from idsbench.sensors.suricata import SuricataRun, ebpf
+from idsbench.bypass import counting
+from idsbench.sensors.suricata import SuricataRun
 
 
 def _pair(packets: int, bytes_: int) -> list[str]:
@@ -27,7 +28,7 @@ def test_per_cpu_dump_without_btf_sums_every_entry_and_cpu():
         {"key": KEY, "values": [{"cpu": 0, "value": _pair(3, 180)}, {"cpu": 1, "value": _pair(300, 18000)}]},
         {"key": KEY, "values": [{"cpu": 0, "value": _pair(0, 0)}, {"cpu": 1, "value": _pair(70000, 1)}]},
     ]
-    assert ebpf.packets_in_dump(dump) == 3 + 300 + 70000
+    assert counting.packets_in_dump(dump) == 3 + 300 + 70000
 
 
 def test_per_cpu_dump_with_btf_reads_the_formatted_packets():
@@ -35,17 +36,17 @@ def test_per_cpu_dump_with_btf_reads_the_formatted_packets():
              "formatted": {"key": {"src": 1, "dst": 2},
                            "values": [{"cpu": 0, "value": {"packets": 12, "bytes": 700}},
                                       {"cpu": 1, "value": {"packets": 30, "bytes": 900}}]}}]
-    assert ebpf.packets_in_dump(dump) == 42  # the formatted values win over the raw bytes
+    assert counting.packets_in_dump(dump) == 42  # the formatted values win over the raw bytes
 
 
 def test_plain_hash_dump_and_empty_dump():
-    assert ebpf.packets_in_dump([{"key": KEY, "value": _pair(5, 9)}, {"key": KEY, "value": _pair(2**40, 0)}]) \
+    assert counting.packets_in_dump([{"key": KEY, "value": _pair(5, 9)}, {"key": KEY, "value": _pair(2**40, 0)}]) \
         == 5 + 2**40
-    assert ebpf.packets_in_dump([]) == 0
+    assert counting.packets_in_dump([]) == 0
     with pytest.raises(ValueError):
-        ebpf.packets_in_dump({"error": "no such map"})
+        counting.packets_in_dump({"error": "no such map"})
     with pytest.raises(ValueError):
-        ebpf.packets_in_dump([{"key": KEY, "value": "junk"}])
+        counting.packets_in_dump([{"key": KEY, "value": "junk"}])
 
 
 def test_map_ids_come_from_the_processes_bpf_map_fds(tmp_path: Path):
@@ -60,8 +61,8 @@ def test_map_ids_come_from_the_processes_bpf_map_fds(tmp_path: Path):
     fd(10, 5, "/dev/null", "pos:\t0\n")
     fd(11, 7, "anon_inode:bpf-map", "map_type:\t5\nmap_id:\t40\n")
     fd(11, 8, "anon_inode:bpf-map", "map_type:\t5\nmap_id:\t41\n")  # the same map through another process
-    assert ebpf.map_ids_of([10, 11, 12], proc_dir=tmp_path) == [40, 41]  # 12: gone, skipped
-    assert ebpf.map_id_of("map_type:\t5\n") == []
+    assert counting.map_ids_of([10, 11, 12], proc_dir=tmp_path) == [40, 41]  # 12: gone, skipped
+    assert counting.map_id_of("map_type:\t5\n") == []
 
 
 def _run(tmp_path: Path, bypass: str, flow_bypassed_pkts: int, filter_drops: int) -> SuricataRun:
@@ -90,8 +91,8 @@ def test_final_counters_count_the_socket_filters_drops_once(tmp_path: Path):
 
 def test_the_filter_is_read_only_in_ebpf_mode(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     calls: list[list[int]] = []
-    monkeypatch.setattr(ebpf, "flow_maps", lambda pids: calls.append(pids) or [40, 41])
-    monkeypatch.setattr(ebpf, "filtered_packets", lambda ids: 7 * len(ids))
+    monkeypatch.setattr(counting, "flow_maps", lambda pids: calls.append(pids) or [40, 41])
+    monkeypatch.setattr(counting, "filtered_packets", lambda ids: 7 * len(ids))
     assert _run(tmp_path, "xdp", 0, 0).bypass_filter_pkts([1]) == 0 and calls == []
     run = _run(tmp_path, "ebpf", 0, 0)
     assert run.bypass_filter_pkts([1]) == 14 and run.bypass_filter_pkts([1]) == 14

@@ -1,4 +1,4 @@
-"""Command lines and readiness of the capture-only engines."""
+"""Command lines and readiness of the nodetect engine's readers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from idsbench.errors import SpecError
-from idsbench.sensors.capture.config import RingOptions, ibcapture_argv, ready_interface, tcpdump_argv
+from idsbench.sensors.nodetect.config import RingOptions, ibcapture_argv, ready_interface, tcpdump_argv
 
 
 def test_ibcapture_argv_defaults_and_options() -> None:

@@ -1,4 +1,4 @@
-"""The capture-only engine's adapter: argv per method, settings, readiness and live/final counters from
+"""The nodetect engine's adapter (the capture path without detection): argv per method, settings, readiness and live/final counters from
 outputs in the format ibcapture and tcpdump (under ibtick) write (docs/snort.md)."""
 
 from __future__ import annotations
@@ -11,33 +11,34 @@ import pytest
 from idsbench.errors import SensorFailed, SpecError
 from idsbench.sensors import registry
 from idsbench.sensors.base import SensorOptions
-from idsbench.sensors.capture import Capture, capture_settings
-from idsbench.sensors.capture.run import CaptureRun
+from idsbench.sensors.nodetect import NoDetect, nodetect_settings
+from idsbench.sensors.nodetect.run import NoDetectRun
 
 
-class FakeCapture(Capture):
+class FakeNoDetect(NoDetect):
     def _program(self, name: str) -> Path:
         return Path(f"/cache/native/{name}-0123456789abcdef")
 
 
 def test_registered() -> None:
-    assert {"suricata", "snort", "capture"} <= set(registry.names())
-    assert registry.engine("capture").name == "capture"
+    assert {"suricata", "snort", "nodetect"} <= set(registry.names()) and "capture" not in registry.names()
+    assert registry.engine("nodetect").name == "nodetect"
+    assert registry.capture_methods("nodetect").names() == ("afpacket", "libpcap")
 
 
 def test_afpacket_argv_one_thread_per_cpu_in_a_fanout_group(tmp_path: Path) -> None:
-    run = FakeCapture().prepare(tmp_path, "ibr1", SensorOptions(stats_interval_s=2, overrides=(("threads", "2"),)),
+    run = FakeNoDetect().prepare(tmp_path, "ibr1", SensorOptions(stats_interval_s=2, overrides=(("threads", "2"),)),
                                 mtu=9000)
     argv = run.argv
     assert argv[:3] == ["/cache/native/ibcapture-0123456789abcdef", "-i", "ibr1"]
     assert argv[argv.index("--threads") + 1] == "2" and argv[argv.index("--interval") + 1] == "2"
     assert "--fanout" in argv and argv[argv.index("--stats") + 1] == str(tmp_path.resolve() / "capture-stats.json")
-    one = FakeCapture().prepare(tmp_path, "ibr1", SensorOptions(overrides=(("threads", "1"),)))
+    one = FakeNoDetect().prepare(tmp_path, "ibr1", SensorOptions(overrides=(("threads", "1"),)))
     assert "--fanout" not in one.argv
 
 
 def test_libpcap_argv_is_tcpdump_under_ibtick(tmp_path: Path) -> None:
-    run = FakeCapture().prepare(tmp_path, "ibr1", SensorOptions(capture_method="libpcap",
+    run = FakeNoDetect().prepare(tmp_path, "ibr1", SensorOptions(capture="libpcap",
                                                                 overrides=(("buffer_kib", "256"),)))
     assert run.argv == ["/cache/native/ibtick-0123456789abcdef", "--interval", "1", "--", "tcpdump", "-i", "ibr1",
                         "-n", "-w", "/dev/null", "-B", "256"]
@@ -46,20 +47,21 @@ def test_libpcap_argv_is_tcpdump_under_ibtick(tmp_path: Path) -> None:
 
 def test_settings_are_checked() -> None:
     with pytest.raises(SpecError, match="rings"):
-        capture_settings(SensorOptions(overrides=(("rings", "2"),)))
+        nodetect_settings(SensorOptions(overrides=(("rings", "2"),)))
     with pytest.raises(SpecError, match="whole number"):
-        capture_settings(SensorOptions(overrides=(("block_count", "many"),)))
-    with pytest.raises(SpecError, match="capture_method"):
-        FakeCapture().prepare(Path("/tmp"), "x", SensorOptions(capture_method="pfring"))
+        nodetect_settings(SensorOptions(overrides=(("block_count", "many"),)))
+    with pytest.raises(SpecError, match="nodetect has no such capture method") as err:
+        FakeNoDetect().prepare(Path("/tmp"), "x", SensorOptions(capture="pfring"))
+    assert err.value.fix == "nodetect captures with afpacket, libpcap."
 
 
 def test_block_must_hold_a_jumbo_frame(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="block_size >= 9086"):
-        FakeCapture().prepare(tmp_path, "ibr1", SensorOptions(overrides=(("block_size", "8192"),)), mtu=9000)
+        FakeNoDetect().prepare(tmp_path, "ibr1", SensorOptions(overrides=(("block_size", "8192"),)), mtu=9000)
 
 
 def test_no_rules_and_static_programs_shared() -> None:
-    c = FakeCapture()
+    c = FakeNoDetect()
     assert c.resolve_rules(["builtin:events", "/x.rules"]) == []
     assert c.image_packages() == ("tcpdump",)
     assert [p.name.split("-")[0] for p in c.host_paths()] == ["ibcapture", "ibtick"]
@@ -71,8 +73,8 @@ def _line(t: float, kp: int, kd: int, p: int, final: bool = False) -> str:
                        "bytes": 60 * p, "truncated": 0, "vlan_tagged": 0, "blocks": 1}) + "\n"
 
 
-def _run(tmp_path: Path, method: str) -> CaptureRun:
-    return CaptureRun(argv=["x"], log_dir=tmp_path, method=method, interface="ibr1",
+def _run(tmp_path: Path, method: str) -> NoDetectRun:
+    return NoDetectRun(argv=["x"], log_dir=tmp_path, method=method, interface="ibr1",
                       console_path=tmp_path / "stdout.txt", stats_path=tmp_path / "capture-stats.json")
 
 

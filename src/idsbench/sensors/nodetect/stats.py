@@ -1,4 +1,4 @@
-"""Counters of the capture-only engines: ibcapture's stats lines and tcpdump's statistics reports.
+"""Counters of the nodetect engine's readers: ibcapture's stats lines and tcpdump's statistics reports.
 
 Both are read into the common schema's terms (docs/snort.md, "Capture-only engines"):
 

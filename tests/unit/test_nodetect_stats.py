@@ -1,4 +1,4 @@
-"""Parsing the capture-only engines' counters, from outputs recorded on this machine."""
+"""Parsing the nodetect engine's counters, from outputs recorded on this machine."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from idsbench.errors import InputError
-from idsbench.sensors.capture.stats import (
+from idsbench.sensors.nodetect.stats import (
     CaptureCounters,
     capture_errors,
     parse_ibcapture_line,

@@ -1,6 +1,7 @@
-"""The capture-only engine (`engine = "capture"`): the capture path's ceiling, without detection.
+"""The nodetect engine (`engine = "nodetect"`; "capture" before): the capture path's ceiling, without
+detection — it reads the wire and counts, and inspects nothing.
 
-`sensor.capture_method` picks the reader (docs/snort.md, "Capture-only engines"):
+`sensor.capture` picks the reader (its methods: nodetect/capture.py; docs/snort.md, "Capture-only engines"):
 - "afpacket": ibcapture (native/src/ibcapture.c), TPACKET_V3 rings in a fanout group, one thread per
   CPU the sensor is given like Suricata's workers (`SensorOptions.threads`), counting packets/bytes/drops — the ring reader alone;
 - "libpcap": tcpdump writing to /dev/null (libpcap's own TPACKET_V3 ring and drop counters), under
@@ -8,7 +9,7 @@
 Both programs are static binaries from the idsbench cache, shared read-only with containers and VMs
 at the same path (tcpdump comes from the image: `image_packages`). No rules: `sensor.rules` is ignored.
 
-Settings (`[sensor.set.capture]`): threads, block_size, block_count, block_timeout_ms (afpacket
+Settings (`[sensor.set.nodetect]`): threads, block_size, block_count, block_timeout_ms (afpacket
 ring per thread), buffer_kib (libpcap's ring, tcpdump -B).
 """
 
@@ -25,8 +26,9 @@ from pathlib import Path
 from idsbench import native, proc
 from idsbench.errors import EnvironmentMissing, SpecError
 from idsbench.sensors.base import SensorOptions, requirement_met
-from idsbench.sensors.capture.config import METHODS, RingOptions, ibcapture_argv, tcpdump_argv
-from idsbench.sensors.capture.run import AFPACKET, LIBPCAP, CaptureRun
+from idsbench.sensors.nodetect.capture import AFPACKET, CAPTURE, LIBPCAP
+from idsbench.sensors.nodetect.config import METHODS, RingOptions, ibcapture_argv, tcpdump_argv
+from idsbench.sensors.nodetect.run import NoDetectRun
 from idsbench.store.layout import CAPTURE_STATS_FILE, CONSOLE_FILE
 
 SETTINGS = {"threads", "block_size", "block_count", "block_timeout_ms", "buffer_kib"}
@@ -38,18 +40,18 @@ def _int_setting(values: Mapping[str, str], key: str, default: int | None) -> in
         return default
     text = values[key]
     if not text.isdigit():
-        raise SpecError(f"capture setting {key} = {text!r} is not a whole number.",
-                        fix=f"give [sensor.set.capture] {key} as an integer.")
+        raise SpecError(f"nodetect setting {key} = {text!r} is not a whole number.",
+                        fix=f"give [sensor.set.nodetect] {key} as an integer.")
     return int(text)
 
 
-def capture_settings(options: SensorOptions) -> dict[str, int | None]:
-    """The overrides that configure a capture engine; SpecError naming an unknown key."""
+def nodetect_settings(options: SensorOptions) -> dict[str, int | None]:
+    """The overrides that configure the nodetect engine; SpecError naming an unknown key."""
     values = options.override_map
     unknown = sorted(set(values) - SETTINGS)
     if unknown:
-        raise SpecError(f"capture engine settings {', '.join(unknown)} are not known.",
-                        fix=f"use {', '.join(sorted(SETTINGS))} under [sensor.set.capture].")
+        raise SpecError(f"nodetect engine settings {', '.join(unknown)} are not known.",
+                        fix=f"use {', '.join(sorted(SETTINGS))} under [sensor.set.nodetect].")
     ring = RingOptions()
     return {"threads": _int_setting(values, "threads", options.threads or os.cpu_count() or 1),
             "block_size": _int_setting(values, "block_size", ring.block_size),
@@ -63,8 +65,9 @@ def fanout_id_for(run_dir: Path) -> int:
     return zlib.crc32(str(run_dir).encode()) & 0xFFFF
 
 
-class Capture:
-    name = "capture"
+class NoDetect:
+    name = "nodetect"
+    capture_methods = CAPTURE
 
     def __init__(self, tcpdump: str = "tcpdump"):
         self.tcpdump = tcpdump
@@ -108,20 +111,17 @@ class Capture:
 
     # --- rules and config ---------------------------------------------------------------------
     def resolve_rules(self, refs: Sequence[str]) -> list[Path]:
-        return []  # a capture-only engine loads no rules
+        return []  # no detection: no rules
 
     def offline_alerts(self, pcap: Path, options: SensorOptions, workdir: Path) -> dict[int, int] | None:
         return None  # no detection, so no ground truth
 
     def _method(self, options: SensorOptions) -> str:
-        """`sensor.capture` when given, else `sensor.capture_method`."""
-        method = options.capture or options.capture_method
-        if method not in METHODS:
-            raise SpecError(f"sensor.capture (or capture_method) {method!r} is not a method of the capture engine.",
-                            fix=f"use one of {', '.join(METHODS)}.")
+        """The reader: `sensor.capture`, else afpacket."""
+        method = CAPTURE.method(options.capture).name  # SpecError naming the readers
         if options.capture_options:
-            raise SpecError("sensor.capture_options: the capture engine takes none.",
-                            fix="set its ring with [sensor.set.capture] (block_size, block_count, buffer_kib).")
+            raise SpecError("sensor.capture_options: the nodetect engine takes none.",
+                            fix="set its ring with [sensor.set.nodetect] (block_size, block_count, buffer_kib).")
         return method
 
     def check_capture(self, method: str | None) -> None:
@@ -131,11 +131,11 @@ class Capture:
     def config_test(self, options: SensorOptions, workdir: Path) -> None:
         """Settings and method valid, the programs built (and tcpdump installed for libpcap)."""
         method = self._method(options)
-        settings = capture_settings(options)
+        settings = nodetect_settings(options)
         self._ring(settings, None)
         self.require()
         if method == LIBPCAP and shutil.which(self.tcpdump) is None:
-            raise EnvironmentMissing("capture_method = \"libpcap\" runs tcpdump, which is not installed.",
+            raise EnvironmentMissing("sensor.capture = \"libpcap\" runs tcpdump, which is not installed.",
                                      fix="apt-get install tcpdump (`make setup`).")
 
     def _ring(self, settings: Mapping[str, int | None], mtu: int | None) -> RingOptions:
@@ -143,14 +143,14 @@ class Capture:
                            block_count=settings["block_count"] or RingOptions().block_count,
                            block_timeout_ms=settings["block_timeout_ms"] or RingOptions().block_timeout_ms)
         if mtu is not None and ring.block_size < mtu + L2_SLACK:
-            raise SpecError(f"capture block_size {ring.block_size} cannot hold a {mtu}-byte MTU frame.",
+            raise SpecError(f"nodetect block_size {ring.block_size} cannot hold a {mtu}-byte MTU frame.",
                             fix=f"use block_size >= {mtu + L2_SLACK} (a multiple of 4096).")
         return ring
 
     def prepare(self, run_dir: Path, interface: str, options: SensorOptions, *,
-                mtu: int | None = None) -> CaptureRun:
+                mtu: int | None = None) -> NoDetectRun:
         method = self._method(options)
-        settings = capture_settings(options)
+        settings = nodetect_settings(options)
         run_dir = Path(run_dir).resolve()
         run_dir.mkdir(parents=True, exist_ok=True)
         stats = run_dir / CAPTURE_STATS_FILE
@@ -163,5 +163,5 @@ class Capture:
         else:
             argv = [str(self._program("ibtick")), "--interval", str(options.stats_interval_s), "--",
                     *tcpdump_argv(interface, buffer_kib=settings["buffer_kib"], binary=self.tcpdump)]
-        return CaptureRun(argv=argv, log_dir=run_dir, method=method, interface=interface,
+        return NoDetectRun(argv=argv, log_dir=run_dir, method=method, interface=interface,
                           console_path=run_dir / CONSOLE_FILE, stats_path=stats)

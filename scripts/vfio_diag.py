@@ -1,8 +1,12 @@
 """A fast check of the nested VFIO lab's data path (issue 31): one outer VM boot, no sensor image.
 
-    python -m idsbench.lab.vfio_diag VARIANT [--wire] [--mtu N] [--no-vm | --vm-only] [--like-sensor]
-                                     [--limit-mib N] [--outer-mib N] --out DIR
-    python -m idsbench.lab.vfio_diag --inner DIR ...                                   (in the outer VM)
+    .venv/bin/python scripts/vfio_diag.py VARIANT [--wire] [--mtu N] [--no-vm | --vm-only] [--like-sensor]
+                                          [--limit-mib N] [--outer-mib N] --out DIR       (`make vfio-diag`)
+    python scripts/vfio_diag.py --inner DIR ...                                           (in the outer VM)
+
+A diagnostic, not part of the package (issue 40): it uses idsbench's setup code for what the vm-vfio setup
+does too (setups/vfio/device.py: the VF made and handed to drivers; wire/netns.py: the wire's namespace;
+proc.Supervisor: the nested qemu) under a teardown stack, so the outer VM is left as it was found.
 
 The outer VM is the lab's (lab/vfio.py: q35, a virtual IOMMU, an igb PF behind a root port, a virtio
 sender port on the same hub) with the VARIANT's IOMMU arguments and kernel parameters (`base` is the
@@ -39,20 +43,28 @@ import fcntl
 import json
 import mmap
 import os
+import re
 import signal
 import socket
 import struct
-import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from idsbench import proc
+from idsbench.errors import EnvironmentMissing
 from idsbench.lab.vfio_inner import find_port
+from idsbench.setups.vfio.device import Sysfs, make_vf, set_driver
+from idsbench.teardown import TeardownStack
 
 VF_MAC = "52:54:00:69:64:10"
-PCAP = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "pcaps" / "sv_smtp-data-rejected.pcap"
+SCRIPT = Path(__file__).resolve()
+PCAP = SCRIPT.parents[1].parent / "shared" / "data" / "pcaps" / "sv_smtp-data-rejected.pcap"
 FRAMES = 20
+RX_WAIT_S = 20.0   # how long the nested VM may take to show what was sent (its console reports every 5 s)
+TRACE_WAIT_S = 30.0
 
 # The outer VM's IOMMU per variant: (qemu arguments before any PCI device, kernel parameters).
 VARIANTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -93,30 +105,40 @@ def log(line: str) -> None:
     print(f"{time.strftime('%H:%M:%S')} {line}", flush=True)
 
 
-def sh(argv: list[str]) -> str:
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+def sh(argv: list[str], timeout: float = 120.0) -> str:
+    """A short command's output (stdout and stderr), whatever its exit status."""
+    done = proc.run(argv, timeout=timeout, check=False)
     return (done.stdout + done.stderr).strip()
 
 
-def write(path: str, value: str) -> None:
-    try:
-        Path(path).write_text(value)
-    except OSError as exc:
-        log(f"write {value!r} > {path}: {exc}")
-
-
 def rebind(bdf: str, driver: str | None) -> str | None:
-    dev = Path("/sys/bus/pci/devices") / bdf
-    if (dev / "driver").exists():
-        write(str(dev / "driver" / "unbind"), bdf)
-    write(str(dev / "driver_override"), (driver or "") + "\n")
-    if driver:
-        write("/sys/bus/pci/drivers_probe", bdf)
-        for _ in range(100):
-            if (dev / "driver").exists():
-                break
-            time.sleep(0.1)
-    return os.path.basename(os.readlink(dev / "driver")) if (dev / "driver").exists() else None
+    """Hand `bdf` to `driver` (None: unbound, no override), as the vm-vfio setup does; the driver it has then
+    (a write the kernel refuses is logged, and the diagnostic goes on to report what it sees)."""
+    fs = Sysfs()
+    try:
+        return set_driver(fs, bdf, driver, driver).driver
+    except EnvironmentMissing as exc:
+        log(f"rebind {bdf} to {driver}: {exc}")
+        return fs.device(bdf).driver
+
+
+def wait_until(done: Callable[[], bool], timeout_s: float, interval_s: float = 1.0) -> bool:
+    """Poll `done` until it holds or `timeout_s` passes; whether it held."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(interval_s)
+    return True
+
+
+_RX = re.compile(r"^IBDIAG rx (\d+)")
+
+
+def rx_packets(console: str) -> int | None:
+    """The nested igbvf's rx_packets in its console's last `IBDIAG rx` line (None before the first)."""
+    found = [int(m.group(1)) for line in console.splitlines() if (m := _RX.match(line))]
+    return found[-1] if found else None
 
 
 def mac_bytes(mac: str) -> bytes:
@@ -367,14 +389,14 @@ def sensor_devices(d: Path) -> list[str]:
     return argv
 
 
-def inner_vm(out: Path, vf: str, sender: str, ready_s: float = 360.0, like_sensor: bool = False,
-             limit_mib: int | None = None) -> dict[str, Any]:
+def inner_vm(stack: TeardownStack, out: Path, vf: str, sender: str, ready_s: float = 360.0,
+             like_sensor: bool = False, limit_mib: int | None = None) -> dict[str, Any]:
     """Boot the minimal VM on the VF (vfio-pci), send frames once its igbvf is up, read its counters.
     `like_sensor`: with the sensor VM's other devices ahead of the VF. `limit_mib`: its qemu in a memory
     cgroup of that size from its first instruction, as the vm setup starts a sensor VM (guest RAM + qemu's
     overhead; the VF pins all of the guest's RAM inside it)."""
     from idsbench.infra import cgroups
-    from idsbench.proc import shim_argv
+    from idsbench.proc import Supervisor
     from idsbench.setups.vm.qemu import TCG_TB_MIB
 
     d = out / "inner"
@@ -390,46 +412,48 @@ def inner_vm(out: Path, vf: str, sender: str, ready_s: float = 360.0, like_senso
             "ipv6.disable=1", *(sensor_devices(d) if like_sensor else []), "-device", f"vfio-pci,host={vf}"]
     env = dict(os.environ, LD_LIBRARY_PATH=str(d / "lib"))
     group = cgroups.create("ibdiag-vm", memory_bytes=limit_mib << 20) if limit_mib else None
-    if group is not None:  # joined before exec (the exec shim): the pinned RAM is charged to it
-        argv = shim_argv(argv, cgroup_procs=group.procs_files)
+    if group is not None:
+        stack.push(cgroups.CgroupResource.of(group))  # removed also when this fails half-way
         report["limit_mib"] = limit_mib
+    sup = Supervisor(stack)
     t0 = time.monotonic()
-    qemu = subprocess.Popen(argv, env=env, stdout=open(d / "qemu.txt", "w"), stderr=subprocess.STDOUT)
+    # joined to the cgroup before exec (the exec shim): the pinned RAM is charged to it
+    qemu = sup.start(argv, name="vfio-diag-vm", stdout=d / "qemu.txt", env=env,
+                     cgroup_procs=group.procs_files if group is not None else ())
     report["pid"] = qemu.pid
 
     def text() -> str:
         return console.read_text(errors="replace") if console.exists() else ""
 
+    def received(at_least: int) -> Callable[[], bool]:
+        return lambda: (rx_packets(text()) or 0) >= at_least or qemu.poll() is not None
+
     try:
-        while time.monotonic() - t0 < ready_s and qemu.poll() is None and "IBDIAG ready" not in text():
-            time.sleep(2.0)
+        wait_until(lambda: qemu.poll() is not None or "IBDIAG ready" in text(), ready_s, interval_s=2.0)
         report["ready_s"] = round(time.monotonic() - t0, 1)
         report["ready"] = "IBDIAG ready" in text()
         if report["ready"]:
+            before = rx_packets(text()) or 0
             report["sent"] = send_frames(sender)
-            time.sleep(20.0)
+            wait_until(received(before + report["sent"]), RX_WAIT_S)  # or what arrived by then
             report["rx_after_frames"] = next((x for x in reversed(text().splitlines()) if x.startswith("IBDIAG rx")), None)
             if PCAP.exists():  # the lab's trace the lab's way: tcpreplay, the port's egress rewrite to the VF's MAC
                 sh(["tc", "qdisc", "replace", "dev", sender, "clsact"])
                 sh(["tc", "filter", "add", "dev", sender, "egress", "pref", "49", "matchall", "action", "pedit", "ex",
                     "munge", "eth", "dst", "set", VF_MAC])
+                before = rx_packets(text()) or 0
                 report["tcpreplay"] = sh(["tcpreplay", "-i", sender, "--pps", "20", str(PCAP)])[-300:]
                 report["tc"] = sh(["tc", "-s", "filter", "show", "dev", sender, "egress"])[-400:]
-                time.sleep(30.0)
+                sent = re.search(r"Actual: (\d+) packets", report["tcpreplay"])
+                wait_until(received(before + (int(sent.group(1)) if sent else 1)), TRACE_WAIT_S)
         lines = [line for line in text().splitlines() if line.startswith("IBDIAG")]
         report["lines"] = lines[:40] + (["..."] + lines[-6:] if len(lines) > 46 else [])
         rx = [line for line in lines if line.startswith("IBDIAG rx")]
         report["rx_last"] = rx[-1] if rx else None
     finally:
-        qemu.terminate()
-        try:
-            qemu.wait(10)
-        except subprocess.TimeoutExpired:
-            qemu.kill()
-            qemu.wait()
-        report["exit"] = qemu.returncode
+        report["exit"] = sup.stop(qemu, timeout=10.0)
         report["qemu_out"] = (d / "qemu.txt").read_text(errors="replace")[-2000:]
-        if group is not None:
+        if group is not None:  # read before the stack removes it
             report["cgroup"] = {"peak_mib": group.memory_peak_bytes() >> 20, "failcnt": group.memory_failcnt(),
                                 "events": group.memory_events().describe(), "oom_kills": group.oom_kills()}
             group.remove()
@@ -439,86 +463,102 @@ def inner_vm(out: Path, vf: str, sender: str, ready_s: float = 360.0, like_senso
 WIRE_NS = "ibdiag-sensor"
 
 
+def _port(driver: str) -> tuple[str, str] | None:
+    try:
+        return find_port(driver)
+    except SystemExit:  # not (yet) there
+        return None
+
+
 def inner(out: Path, wire: bool = False, mtu: int = 1500, vm_only: bool = False, like_sensor: bool = False,
           limit_mib: int | None = None) -> int:
-    from idsbench.wire.netns import OFFLOADS
+    """In the outer VM: everything it changes (the wire's namespace, the VF, the VF's driver, the nested qemu
+    and its cgroup) is a teardown record, undone at the end as the vm-vfio setup undoes it."""
+    from idsbench.wire.netns import OFFLOADS, add_netns
 
     report: dict[str, Any] = {"cmdline": Path("/proc/cmdline").read_text().strip(), "mtu": mtu}
     sh(["modprobe", "-a", "virtio_iommu", "igb", "igbvf", "vfio-pci"])  # virtio_iommu: its variant only
-    time.sleep(1.0)
+    wait_until(lambda: _port("igb") is not None and _port("virtio_net") is not None, 10.0, interval_s=0.1)
     pf, pf_bdf = find_port("igb")
     sender, _ = find_port("virtio_net")
     report.update(pf=pf, pf_bdf=pf_bdf, sender=sender)
-    pf_ip = ["ip"]
-    if wire:  # the PF as the lab's NIC wire lends it (wire/nic.py): in a namespace, offloads off, promiscuous
-        sh(["ip", "netns", "add", WIRE_NS])
-        sh(["ip", "link", "set", "dev", pf, "netns", WIRE_NS])
-        sh(["ip", "netns", "exec", WIRE_NS, "ethtool", "-K", pf, *[a for f in OFFLOADS for a in (f, "off")]])
-        sh(["ip", "-n", WIRE_NS, "link", "set", "dev", pf, "mtu", str(mtu)])
-        sh(["ip", "-n", WIRE_NS, "link", "set", "dev", pf, "promisc", "on", "up"])
-        pf_ip = ["ip", "-n", WIRE_NS]
-        report["wire"] = sh(pf_ip + ["-d", "link", "show", "dev", pf])
-    for argv in (pf_ip + ["link", "set", "dev", pf, "up"], ["ip", "link", "set", "dev", sender, "up"]):
-        sh(argv)
-    dev = Path("/sys/bus/pci/devices") / pf_bdf
-    write(str(dev / "sriov_drivers_autoprobe"), "0")
-    write(str(dev / "sriov_numvfs"), "1")
-    time.sleep(1.0)
-    vf = os.path.basename(os.readlink(dev / "virtfn0"))
-    report["vf"] = vf
-    report["ip_vf"] = sh(pf_ip + ["link", "set", "dev", pf, "vf", "0", "mac", VF_MAC, "spoofchk", "off", "trust", "on"])
-    report["iommu_groups"] = len(list(Path("/sys/kernel/iommu_groups").glob("*")))
-    bridge = (dev.resolve()).parent.name  # the PF's root port
-    report["resources"] = {b: [line for line in (Path("/sys/bus/pci/devices") / b / "resource").read_text().splitlines()
-                               if not line.startswith("0x0000000000000000 0x0000000000000000")]
-                           for b in (bridge, pf_bdf, vf)}
-    report["iomem"] = Path("/proc/iomem").read_text().splitlines()
-    try:
-        if vm_only:  # the lab's order: no driver of the outer VM has spoken to the PF for this VF before the VM
-            report["vfio"] = {"driver": rebind(vf, "vfio-pci"), "pf_bdf": pf_bdf, "vm_only": True}
-        else:
-            # 1. the VF on igbvf in the outer VM
-            ctl: dict[str, Any] = {"driver": rebind(vf, "igbvf")}
-            time.sleep(2.0)
-            vif = next((p.name for p in Path(f"/sys/bus/pci/devices/{vf}/net").iterdir()), None) \
-                if Path(f"/sys/bus/pci/devices/{vf}/net").is_dir() else None
-            if vif:
-                ctl["mtu"] = sh(["ip", "link", "set", "dev", vif, "mtu", str(mtu)]) or mtu
-                sh(["ip", "link", "set", "dev", vif, "up"])
-                for _ in range(60):
-                    if Path(f"/sys/class/net/{vif}/carrier").read_text(errors="replace").strip() == "1":
-                        break
-                    time.sleep(0.5)
-                before = int(Path(f"/sys/class/net/{vif}/statistics/rx_packets").read_text())
-                ctl["sent"] = send_frames(sender)
-                time.sleep(3.0)
-                ctl["rx_packets"] = int(Path(f"/sys/class/net/{vif}/statistics/rx_packets").read_text()) - before
-                ctl["interrupts"] = [line.strip() for line in Path("/proc/interrupts").read_text().splitlines()
-                                     if vif in line or "igbvf" in line]
-            report["igbvf"] = ctl
-            log(f"igbvf: {ctl}")
-            # 2. the VF on vfio-pci, from userspace
-            v: dict[str, Any] = {"driver": rebind(vf, "vfio-pci"), "pf_bdf": pf_bdf}
-            report["vfio"] = v
-            try:
-                vfio_probe(vf, sender, v)
-            except Exception as exc:  # reported with what was seen so far
-                v["error"] = f"{type(exc).__name__}: {exc}"
-            log(f"vfio: {json.dumps(v)}")
-            report["interrupts_vfio"] = [line.strip() for line in Path("/proc/interrupts").read_text().splitlines()
-                                         if "vfio" in line]
+    with TeardownStack() as stack:
+        pf_ip = ["ip"]
+        if wire:  # the PF as the lab's NIC wire lends it (wire/nic.py): in a namespace, offloads off, promiscuous
+            add_netns(stack, WIRE_NS)  # deleted at the end: the PF goes back to the outer VM's namespace
+            sh(["ip", "link", "set", "dev", pf, "netns", WIRE_NS])
+            sh(["ip", "netns", "exec", WIRE_NS, "ethtool", "-K", pf, *[a for f in OFFLOADS for a in (f, "off")]])
+            sh(["ip", "-n", WIRE_NS, "link", "set", "dev", pf, "mtu", str(mtu)])
+            sh(["ip", "-n", WIRE_NS, "link", "set", "dev", pf, "promisc", "on", "up"])
+            pf_ip = ["ip", "-n", WIRE_NS]
+            report["wire"] = sh(pf_ip + ["-d", "link", "show", "dev", pf])
+        for argv in (pf_ip + ["link", "set", "dev", pf, "up"], ["ip", "link", "set", "dev", sender, "up"]):
+            sh(argv)
+        vf = make_vf(stack, pf_bdf)  # autoprobe off, one VF; the count and autoprobe set back at the end
+        report["vf"] = vf
+        report["ip_vf"] = sh(pf_ip + ["link", "set", "dev", pf, "vf", "0", "mac", VF_MAC, "spoofchk", "off",
+                                      "trust", "on"])
+        report["iommu_groups"] = len(list(Path("/sys/kernel/iommu_groups").glob("*")))
+        dev = Path("/sys/bus/pci/devices") / pf_bdf
+        bridge = (dev.resolve()).parent.name  # the PF's root port
+        report["resources"] = {b: [line for line in (Path("/sys/bus/pci/devices") / b / "resource").read_text()
+                                   .splitlines() if not line.startswith("0x0000000000000000 0x0000000000000000")]
+                               for b in (bridge, pf_bdf, vf)}
+        report["iomem"] = Path("/proc/iomem").read_text().splitlines()
+        try:
+            if vm_only:  # the lab's order: no driver of the outer VM has spoken to the PF for this VF before the VM
+                report["vfio"] = {"driver": rebind(vf, "vfio-pci"), "pf_bdf": pf_bdf, "vm_only": True}
+            else:
+                report["igbvf"] = outer_igbvf(vf, sender, mtu)
+                log(f"igbvf: {report['igbvf']}")
+                # 2. the VF on vfio-pci, from userspace
+                v: dict[str, Any] = {"driver": rebind(vf, "vfio-pci"), "pf_bdf": pf_bdf}
+                report["vfio"] = v
+                try:
+                    vfio_probe(vf, sender, v)
+                except Exception as exc:  # reported with what was seen so far
+                    v["error"] = f"{type(exc).__name__}: {exc}"
+                log(f"vfio: {json.dumps(v)}")
+                report["interrupts_vfio"] = [line.strip() for line in Path("/proc/interrupts").read_text().splitlines()
+                                             if "vfio" in line]
+                (out / "diag.json").write_text(json.dumps(report, indent=1, default=str))
+            # 3. the VF in a minimal VM (kernel + initrd; --like-sensor: a sensor VM's devices too) on vfio-pci
+            if (out / "inner" / "qemu-system-x86_64").exists():
+                report["vm"] = inner_vm(stack, out, vf, sender, like_sensor=like_sensor, limit_mib=limit_mib)
+                log(f"vm: {json.dumps(report['vm'])}")
+        finally:
+            rebind(vf, None)  # then the stack removes the VF, the namespace
+            report["dmesg"] = [line for line in sh(["dmesg"]).splitlines()
+                               if any(k in line for k in ("DMAR", "vfio", "igb", "iommu", "IOMMU", "remapping"))][-80:]
             (out / "diag.json").write_text(json.dumps(report, indent=1, default=str))
-        # 3. the VF in a minimal VM (kernel + initrd; --like-sensor: a sensor VM's devices too) on vfio-pci, nested
-        if (out / "inner" / "qemu-system-x86_64").exists():
-            report["vm"] = inner_vm(out, vf, sender, like_sensor=like_sensor, limit_mib=limit_mib)
-            log(f"vm: {json.dumps(report['vm'])}")
-    finally:
-        rebind(vf, None)
-        write(str(dev / "sriov_numvfs"), "0")
-        report["dmesg"] = [line for line in sh(["dmesg"]).splitlines()
-                           if any(k in line for k in ("DMAR", "vfio", "igb", "iommu", "IOMMU", "remapping"))][-80:]
-        (out / "diag.json").write_text(json.dumps(report, indent=1, default=str))
     return 0
+
+
+def _carrier(ifname: str) -> bool:
+    try:
+        return Path(f"/sys/class/net/{ifname}/carrier").read_text(errors="replace").strip() == "1"
+    except OSError:  # a link that is not up has no carrier to read
+        return False
+
+
+def outer_igbvf(vf: str, sender: str, mtu: int) -> dict[str, Any]:
+    """1. The VF on the outer VM's igbvf: frames addressed to it, its rx_packets."""
+    ctl: dict[str, Any] = {"driver": rebind(vf, "igbvf")}
+    net = Path(f"/sys/bus/pci/devices/{vf}/net")
+    wait_until(lambda: net.is_dir() and any(net.iterdir()), 5.0, interval_s=0.1)
+    vif = next((p.name for p in net.iterdir()), None) if net.is_dir() else None
+    if vif:
+        ctl["mtu"] = sh(["ip", "link", "set", "dev", vif, "mtu", str(mtu)]) or mtu
+        sh(["ip", "link", "set", "dev", vif, "up"])
+        stats = Path(f"/sys/class/net/{vif}/statistics/rx_packets")
+        wait_until(lambda: _carrier(vif), 30.0, interval_s=0.5)
+        before = int(stats.read_text())
+        ctl["sent"] = send_frames(sender)
+        wait_until(lambda: int(stats.read_text()) - before >= ctl["sent"], 3.0, interval_s=0.1)
+        ctl["rx_packets"] = int(stats.read_text()) - before
+        ctl["interrupts"] = [line.strip() for line in Path("/proc/interrupts").read_text().splitlines()
+                             if vif in line or "igbvf" in line]
+    return ctl
 
 
 GLIBC = ("libc.so", "libm.so", "ld-linux", "libpthread.so", "libdl.so", "librt.so", "libresolv.so")
@@ -569,14 +609,13 @@ def run_diag(variant: str, out_dir: Path, nested: bool = True, wire: bool = Fals
     from idsbench.lab.vfio import IR_TRACE, OUTER_TRACES, LabOptions, outer_nic_args, trace_args, trace_counts
     from idsbench.proc import Supervisor
     from idsbench.setups.vm.guestrun import GuestCommand, GuestRunOptions, run_in_guest
-    from idsbench.teardown import TeardownStack
 
     machine_args, kernel_args = VARIANTS[variant]
     out = out_dir.resolve()
     out.mkdir(parents=True, exist_ok=True)
     env = (("PYTHONDONTWRITEBYTECODE", "1"), ("HOME", "/root"), ("LC_ALL", "C.UTF-8"),
            ("PATH", f"{Path(sys.executable).parent}:/usr/sbin:/usr/bin:/sbin:/bin"))
-    command = GuestCommand(argv=(sys.executable, "-m", "idsbench.lab.vfio_diag", "--inner", str(out),
+    command = GuestCommand(argv=(sys.executable, str(SCRIPT), "--inner", str(out),
                                  "--mtu", str(mtu), *(["--wire"] if wire else []),
                                  *(["--vm-only"] if vm_only else []),
                                  *(["--like-sensor"] if like_sensor else []),
@@ -590,7 +629,7 @@ def run_diag(variant: str, out_dir: Path, nested: bool = True, wire: bool = Fals
                            memory_mib=outer_mib or LabOptions().memory_mib, accel="tcg",
                            tcg_threads="multi", boot_timeout_s=120.0, timeout_s=540.0 if nested else 100.0,
                            machine="q35,kernel-irqchip=split", machine_args=machine_args,
-                           read_only=(PCAP.parent,) if PCAP.exists() else (),
+                           read_only=(SCRIPT.parent, *((PCAP.parent,) if PCAP.exists() else ())),
                            qemu_args=(*outer_nic_args(), *trace_args((*OUTER_TRACES, IR_TRACE))), kernel_args=kernel_args)
     t0 = time.monotonic()
     with TeardownStack(state_dir=settings.state_dir()) as td:
@@ -606,7 +645,7 @@ def run_diag(variant: str, out_dir: Path, nested: bool = True, wire: bool = Fals
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m idsbench.lab.vfio_diag")
+    ap = argparse.ArgumentParser(prog="scripts/vfio_diag.py")
     ap.add_argument("variant", nargs="?", choices=sorted(VARIANTS), default="base")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--no-vm", action="store_true", help="only the userspace checks (no nested VM)")

@@ -1,8 +1,8 @@
-"""One prepared capture-only run (ibcapture or tcpdump under ibtick): readiness and counters.
+"""One prepared nodetect run (ibcapture or tcpdump under ibtick): readiness and counters.
 
 ibcapture writes a JSON line of counters every interval to its stats file and a final one after
 draining at SIGTERM; tcpdump prints a report on each SIGUSR1 ibtick sends (dated by ibtick's tick
-line) and a final one at exit, all on stderr (the console file). Counters: capture.stats.
+line) and a final one at exit, all on stderr (the console file). Counters: nodetect.stats.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from pathlib import Path
 from idsbench.capture import Scalar
 from idsbench.errors import SensorFailed
 from idsbench.sensors.base import CounterPoint, Counters, EventLogIntegrity
-from idsbench.sensors.capture.config import capture_threads, ready_interface
-from idsbench.sensors.capture.stats import (
+from idsbench.sensors.nodetect.capture import AFPACKET
+from idsbench.sensors.nodetect.config import capture_threads, ready_interface
+from idsbench.sensors.nodetect.stats import (
     CaptureLog,
     CapturePoint,
     capture_errors,
@@ -24,8 +25,6 @@ from idsbench.sensors.capture.stats import (
     parse_tcpdump_reports,
 )
 from idsbench.sensors.tail import FileTail
-
-AFPACKET, LIBPCAP = "afpacket", "libpcap"
 
 
 def _counters(point: CapturePoint) -> Counters:
@@ -39,7 +38,7 @@ def _timed(point: CapturePoint) -> CounterPoint | None:
 
 
 @dataclass
-class CaptureRun:
+class NoDetectRun:
     argv: list[str]
     log_dir: Path
     method: str
@@ -85,10 +84,10 @@ class CaptureRun:
                 return clock() - t0
             rc = poll()
             if rc is not None:
-                raise self._failed(f"the {self.method} capture engine exited with status {rc} before it was "
+                raise self._failed(f"the nodetect engine's {self.method} reader exited with status {rc} before it was "
                                    "capturing", text)
             if clock() - t0 > timeout_s:
-                raise self._failed(f"the {self.method} capture engine was not capturing on {self.interface} "
+                raise self._failed(f"the nodetect engine's {self.method} reader was not capturing on {self.interface} "
                                    f"after {timeout_s:g} s", text)
             sleep(interval_s)
 
@@ -125,7 +124,7 @@ class CaptureRun:
         log = self._read_log()
         point = log.final or log.last
         if point is None:
-            raise SensorFailed(f"the {self.method} capture engine left no counters in {self._source()}.",
+            raise SensorFailed(f"the nodetect engine's {self.method} reader left no counters in {self._source()}.",
                                fix="it probably failed at start or was killed; see its console output.")
         return _counters(point)
 
@@ -137,7 +136,7 @@ class CaptureRun:
         return {"truncated_pkts": point.counters.truncated_pkts}
 
     def alerts_by_signature(self) -> dict[int, int]:
-        return {}  # capture only: no rules
+        return {}  # no detection: no rules
 
     def errors(self) -> list[str]:
         return list(dict.fromkeys(capture_errors(self._console())))
@@ -147,7 +146,7 @@ class CaptureRun:
 
     def capture_info(self) -> tuple[str, dict[str, Scalar], dict[str, int]]:
         """Its reader and the reader's drop point (ibcapture's tp_drops, tcpdump's ps_drop); its settings
-        are `[sensor.set.capture]` (no capture_options)."""
+        are `[sensor.set.nodetect]` (no capture_options)."""
         log = self._log or self._read_log()
         point = log.final or log.last
         dropped = _counters(point).dropped_pkts if point is not None else 0
