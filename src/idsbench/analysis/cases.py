@@ -83,9 +83,11 @@ def case_table(campaign: Campaign, groups: list[CaseSamples] | None = None, *,
 
 def with_engine_figures(campaign: Campaign, cs: CaseSamples, result: CaseResult,
                         level: float = REQUESTED_LEVEL) -> CaseResult:
-    """`result` plus its engine's rule share and alerts on the rules every engine loaded (`engines`)."""
-    return result.model_copy(update={"engines": case_engine_figures(campaign.doc, cs.info.params.engine, cs.used,
-                                                                    level)})
+    """`result` plus its engine's rule share and alerts on the rules every engine loaded (`engines`), for the
+    ruleset the case ran with."""
+    params = cs.info.params
+    return result.model_copy(update={"engines": case_engine_figures(campaign.doc, params.engine, cs.used, level,
+                                                                    ruleset=params.rules)})
 
 
 def case_result(cs: CaseSamples, cv_threshold: float = DEFAULT_CV_THRESHOLD,
