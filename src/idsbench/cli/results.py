@@ -22,7 +22,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "results", help="print the per-case results of a campaign, or of all indexed campaigns (--where)",
         description="Print one row per case of campaign DIR: medians over its ok samples with "
                     "confidence intervals of the median (their actual coverage, `ci_level`, depends on "
-                    "the sample count: 3 samples give 75%%, 95%% needs 6), the verdict counts of its "
+                    "the sample count: 3 samples give 75%, 95% needs 6), the verdict counts of its "
                     "samples (ok, invalid, failed, oom, incomplete), labels and warnings. Without DIR, "
                     "print the cases of every campaign in the result index (ROOT/index.duckdb, built by "
                     "`idsbench index`), filtered by --where; each row then also names its `campaign`.",
