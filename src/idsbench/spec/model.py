@@ -70,7 +70,8 @@ class Rate(_Frozen):
     @model_validator(mode="after")
     def _positive(self) -> Rate:
         if self.kind in ("multiplier", "mbps", "pps") and (self.value is None or self.value <= 0):
-            raise ValueError(f"rate {self.kind} must be a positive number, got {self.value!r}")
+            got = "nothing" if self.value is None else f"{self.value:g}"
+            raise ValueError(f"rate {self.kind} must be a positive number, got {got}")
         return self
 
     @property
