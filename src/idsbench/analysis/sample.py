@@ -199,7 +199,7 @@ def _waterfall_figures(s: SampleSummary) -> dict[str, float | None]:
 def _recall_figures(s: SampleSummary, truth: GroundTruth | None) -> dict[str, float | None]:
     if truth is None:
         return {}
-    r = recall(s.sensor.alerts_by_sid, truth.alerts_by_sid)
+    r = recall(s.sensor.alerts_by_sid, truth.alerts_by_sid, exclude=truth.excluded_sids)
     return {"alert_recall": r.recall, "alerts_extra": float(r.extra)}
 
 
