@@ -34,8 +34,8 @@ COMPARE_METRICS = ("sent_pkts", "captured_pkts", "dropped_pkts", "drop_ratio", "
                    "decoded_bytes", "alerts", "sensor_cpu_pct", "sensor_rss_peak_bytes", "host_cpu_pct",
                    "stable_after_s")
 # Compared too when either side has them (later analyses: cost per packet, fixed cost, searches).
-OPTIONAL_METRICS = ("sensor_us_per_pkt", "sensor_instr_per_pkt", "sensor_cycles_per_pkt", "overhead_s", "ndr_pps",
-                    "pdr_pps")
+OPTIONAL_METRICS = ("sensor_us_per_pkt", "sensor_us_per_pkt_net", "sensor_instr_per_pkt", "sensor_cycles_per_pkt",
+                    "overhead_s", "ndr_pps", "pdr_pps")
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ the samples reach (95% with 6 or more per side, else what the smaller side's med
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +73,16 @@ def overhead(campaign: Campaign, baseline: str = "baremetal") -> list[Overhead]:
             contender=p,
             metrics={m: metric_overhead(ref.column(m), cs.column(m)) for m in OVERHEAD_METRICS}))
     return out
+
+
+def overhead_note(setups: Sequence[str], baseline: str = "baremetal") -> str:
+    """Why there is no overhead table, for the setups a campaign ran."""
+    ran = set(setups)
+    if ran == {baseline}:
+        return f"every case runs on {baseline}: there is no other setup to set against it"
+    if baseline not in ran:
+        return f"the campaign has no {baseline} case to set the other setups ({', '.join(sorted(ran))}) against"
+    return f"no other setup has a case with the trace, rate, load and limits of a {baseline} case"
 
 
 def metric_overhead(base: list[float | None], contender: list[float | None]) -> MetricOverhead:

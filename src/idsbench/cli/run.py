@@ -7,16 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from idsbench.analysis.stats import ci_coverage
+from idsbench.analysis.warnings import ci_warning
 from idsbench.spec import load_spec
-
-
-def ci_warning(samples: int) -> str | None:
-    """The campaign's CIs will not reach 95%: say what they will reach and what would."""
-    if samples >= 6:
-        return None
-    return (f"samples = {samples}: the confidence intervals of the medians will cover {ci_coverage(samples):.0%}, "
-            "not 95%; 95% needs samples = 6 or more.")
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from idsbench.analysis.overhead import Overhead
+from idsbench.analysis.overhead import Overhead, overhead_note
 from idsbench.analysis.stats import median
 from idsbench.report.figures_load import overhead_figure, throughput_figure, vs_load_figure
 from idsbench.report.figures_phases import phases_figure
@@ -84,8 +84,10 @@ def _more_figures(figs: FigureSet, campaign: Campaign, rows: Sequence[CaseResult
                   overhead_rows: Sequence[Overhead]) -> None:
     slow = slowest_setup(rows)
     ci = ci_label(r.ci_level for r in rows)
-    figs.add(out_dir, "host_cpu_time_without_slowest", f"Host CPU over time without the slowest setup ({slow})",
-             f"As above without {slow}, the setup with the highest host CPU, so the others can be told apart.",
+    figs.add(out_dir, "host_cpu_time_without_slowest",
+             "Host CPU over time without the slowest setup" + (f" ({slow})" if slow else ""),
+             f"As above without {slow}, the setup with the highest host CPU, so the others can be told apart."
+             if slow else "",
              lambda: time_figure(campaign, [r for r in rows if r.params.setup != slow], colors, source="monitor",
                                  column="host_cpu_pct", title=f"Host CPU over time without {slow} (median, {ci})",
                                  ylabel="host CPU (% of all CPUs)") if slow else None,
@@ -105,7 +107,7 @@ def _more_figures(figs: FigureSet, campaign: Campaign, rows: Sequence[CaseResult
              f"Contender minus {baseline} at the same trace, rate, load and limits; whiskers = bootstrap "
              f"{ci_label(m.level for o in overhead_rows for m in o.metrics.values())} (the level the samples reach).",
              lambda: overhead_figure(overhead_rows, colors, baseline),
-             f"the campaign has no {baseline} cases or no other setup with matching cases")
+             overhead_note([r.params.setup for r in rows], baseline))
     figs.add(out_dir, "sent_rate_time", "Packets sent per second over time (measured)",
              "Transmitted packets per second on the sender's end of the wire (monitor sender_tx_pkts), "
              "per sample between checkpoints, then the median across samples.",

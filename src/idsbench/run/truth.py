@@ -73,7 +73,7 @@ def _cached(ctx: CampaignContext, case: Case, pcap: Path, sha: str,
             digest: Callable[[Path], str]) -> tuple[dict[int, int], dict[int, str]] | None:
     """(alerts per sid, the sids only one configuration can fire with why) of one copy of the trace."""
     # the case's capture method too: what the offline run mirrors (checksum mode, defrag) depends on it
-    engine, options = ctx.engine(case), with_capture(case_options(ctx, case), ctx.spec, case)
+    engine, options = ctx.engine(case), with_capture(case_options(ctx, case), ctx.settings, case)
     h = hashlib.sha256(f"{TRUTH_VERSION}\0{engine.name}\0{ctx.engine_versions[case.engine]}\0{sha}".encode())
     for rule in options.rules:
         h.update(digest(rule).encode())

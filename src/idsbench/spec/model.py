@@ -411,6 +411,10 @@ class Timing(_Frozen):
                                     "and the sample fails.")
     stop_timeout_s: float = Field(60.0, gt=0, description="How long a graceful stop of the sensor may take before "
                                   "it is killed.")
+    idle_window_s: float = Field(2.0, ge=0, le=60, description="The sensor's idle CPU rate is read over this window "
+                                 "before each sample's replay (whole periods of its housekeeping: Suricata wakes every "
+                                 "1 s and 100 ms) for the CPU per packet without it, sensor_us_per_pkt_net; 0: not "
+                                 "read, no net figure.")
 
 
 class Hosts(_Frozen):

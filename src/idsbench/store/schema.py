@@ -517,6 +517,8 @@ CASE_METRICS = ("trace_pkts", "sent_pkts", "captured_pkts", "dropped_pkts", "dec
                 "overhead_s",
                 # what a packet cost the sensor (its cgroup's CPU time; PMU counts where visible)
                 "sensor_us_per_pkt", "sensor_instr_per_pkt", "sensor_cycles_per_pkt",
+                # … without its idle housekeeping over the span (the idle rate before the replay: idsbench.cpucost)
+                "sensor_us_per_pkt_net",
                 # a VM's host-side memory: qemu's peak VmRSS, and VmLck + VmPin (setups vm, vm-vfio)
                 "host_mem_bytes", "host_mem_locked_bytes")
 
