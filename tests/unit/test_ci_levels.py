@@ -83,6 +83,9 @@ def test_paired_rounds_below_the_level_give_no_verdict() -> None:
 def test_unpaired_effect_computes_its_ci_at_the_level_it_claims() -> None:
     e = effect([40.0, 40.5], [60.0, 60.5])
     assert e.verdict == "inconclusive" and e.level == 0.5
+    zeros = effect([0, 0], [0, 0])  # no drops on either side: 6 samples would say "same"
+    assert zeros.verdict == "inconclusive" and zeros.samples_needed == 6
+    assert paired_effect([0, 0, 0], [0, 0, 0]).samples_needed == 6
 
 
 def test_overhead_and_figure_labels_say_the_level_reached() -> None:

@@ -122,8 +122,9 @@ def effect(base: Sequence[float | None], contender: Sequence[float | None], *,
     m = min_effect_pct
     if point is None or not np.all(boot_b != 0):
         # no ratio: judge the difference of the medians
-        if not b.any() and not c.any() and at >= level:
-            return Effect(None, None, "same", None, diff_ci, at, m)
+        if not b.any() and not c.any():  # all zero: "same" once the samples reach the level
+            return Effect(None, None, "same", None, diff_ci, at, m) if at >= level else \
+                Effect(None, None, "inconclusive", samples_for(level), diff_ci, at, m)
         return judged(None, None, diff_ci, at, level, m, _needed(len(b), len(c), (d_hi - d_lo) / 2, abs(mc - mb)))
     lo, hi = (float(x) for x in np.percentile((boot_c - boot_b) / np.abs(boot_b) * 100.0, tails))
     ci = (min(lo, point), max(hi, point))  # the point estimate always lies inside its interval
@@ -188,8 +189,9 @@ def paired_effect(base: Sequence[float | None], contender: Sequence[float | None
     d_lo, d_hi = (float(x) for x in np.percentile(np.median(diffs[picks], axis=1), tails))
     diff_ci = (d_lo, d_hi)
     if not np.all(b != 0):  # no ratio in some round: judge the per-round differences
-        if not b.any() and not c.any() and at >= level:
-            return Effect(None, None, "same", None, diff_ci, at, m, paired=True)
+        if not b.any() and not c.any():
+            return Effect(None, None, "same", None, diff_ci, at, m, paired=True) if at >= level else \
+                Effect(None, None, "inconclusive", samples_for(level), diff_ci, at, m, paired=True)
         return judged(None, None, diff_ci, at, level, m, _needed(n, n, (d_hi - d_lo) / 2,
                                                                   abs(float(np.median(diffs)))), paired=True)
     ratios = np.round((c / b - 1.0) * 100.0 * np.sign(b), 9)  # per-round effects in %, float noise cut
