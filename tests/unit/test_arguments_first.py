@@ -46,6 +46,19 @@ def test_a_campaign_compared_with_itself_is_named(two: tuple[Path, Path], capsys
     assert "itself" not in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv, said", [
+    (["results", "{a}", "--cv-threshold", "-1"], "--cv-threshold -1 is not a positive number"),
+    (["report", "{a}", "--baseline", "baremetall"], "--baseline baremetall: no setup kind has that name (did you "
+                                                     "mean baremetal?)"),
+    (["trend", "{a}", "--metric", "sensor_cpu_pcx"], "did you mean sensor_cpu_pct?"),
+])
+def test_other_commands_check_their_flags_first(two: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+                                                argv: list[str], said: str) -> None:
+    assert main([a.format(a=two[0]) for a in argv]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and said in err and not (two[0] / "report.html").exists()
+
+
 def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
     out = [parser]
     for action in parser._actions:

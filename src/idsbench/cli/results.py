@@ -10,6 +10,7 @@ from pathlib import Path
 from idsbench.analysis import case_table
 from idsbench.analysis.cases import DEFAULT_CV_THRESHOLD
 from idsbench.analysis.duet import with_duet
+from idsbench.cli import checks
 from idsbench.errors import SpecError
 from idsbench.report import duet_out, tables
 from idsbench.store.index_paths import DEFAULT_ROOT
@@ -47,6 +48,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def run(args: argparse.Namespace) -> int:
+    checks.positive("--cv-threshold", args.cv_threshold, "0.10")
     if args.dir is None:
         return _from_index(args)
     if args.where is not None:
