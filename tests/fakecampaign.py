@@ -57,12 +57,17 @@ class FakeCase:
     threads: Sequence[int] = ()         # per sample, the workers the engine reported (sensor.threads)
     capture: str | None = None          # sensor.capture (an axis): recorded with options and drop points
     bypass: str | None = None           # sensor.bypass (an axis): recorded with its settings
+    cpu_s: PerSample | None = None      # the sensor's CPU seconds over its processing span (summary.cost)
+    idle_cores: float | None = None     # its idle rate before the replay (cost.pre_idle_cores; None: not read)
+    duet_side: str | None = None        # mode = "duet": the side this case ran as
+    rules: str = "default"              # the ruleset (a ruleset axis, a duet's rules)
 
     @property
     def plan_case(self) -> Case:
         return Case(trace=self.trace, replayers=self.replayers, rate=Rate.model_validate(self.rate),
                     loops=self.loops, setup=self.setup, cpus=self.cpus, memory=self.memory, sender=self.sender,
-                    config=self.config, capture=self.capture, bypass=self.bypass)
+                    config=self.config, capture=self.capture, bypass=self.bypass, duet_side=self.duet_side,
+                    rules=self.rules)
 
     @property
     def case_id(self) -> str:
@@ -197,12 +202,24 @@ def _write_sample(path: Path, case: FakeCase, k: int, start: float, interval: fl
         **({"placement": {"sender_cpus": [0], "sensor_cpus": [1], "sensor_workers": case.workers}}
            if case.workers is not None else {}),
         "resources": {"sensor_cpu_pct": cpu, "sensor_rss_peak_bytes": int(rss), "host_cpu_pct": host},
+        **({"cost": _cost(case, k, final.get("decoded_pkts", 0))} if case.cpu_s is not None else {}),
         "stable_after_s": at(case.stable_after_s, k),
     }
     text = json.dumps(summary, indent=2)
     (path / "summary.json").write_text(text[: len(text) // 2] if k in case.corrupt else text)
     (path / "eve.json").write_text("")
     (path / "suricata.log").write_text("fake\n")
+
+
+def _cost(case: FakeCase, k: int, decoded: float) -> dict[str, object]:
+    """summary.cost as the runner writes it ("processing": the CPU over the span, nothing subtracted)."""
+    assert case.cpu_s is not None
+    cpu = at(case.cpu_s, k)
+    return {"cpu_s": cpu, "processed_pkts": int(decoded), "us_per_pkt": round(cpu / decoded * 1e6, 4) if decoded else None,
+            "definition": "processing", "replay_s": case.duration_s, "cpu_replay_s": cpu,
+            "processed_s": case.duration_s, "cpu_processed_s": cpu, "drained_s": case.duration_s + 0.3,
+            "cpu_drained_s": cpu, "idle_cores": 0.004,
+            **({"pre_idle_s": 2.0, "pre_idle_cores": case.idle_cores} if case.idle_cores is not None else {})}
 
 
 def _native_figures(case: FakeCase, k: int) -> dict[str, object]:

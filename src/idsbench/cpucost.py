@@ -8,8 +8,9 @@ processed — by three definitions, each a pure function of one sample's raw rea
   drain did not end by quietness (a VM, an interface that cannot tell), the end of processing is not
   seen: the CPU to the end of the replay plus the tail work after it, the idle rate taken out of the tail
   only.
-- "pre-idle": the same span, minus an idle rate measured over ≥ 3 s before the replay (a benchmark's
-  `SampleDeps.bench_pre_idle_s`: too slow for every sample).
+- "pre-idle": the same span, minus the idle rate measured before the replay (`timing.idle_window_s`, 1 s by
+  default: whole periods of the sensor's housekeeping; a benchmark's `SampleDeps.bench_pre_idle_s`) × the
+  span: what the packets cost beyond the sensor's fixed housekeeping — `sensor_us_per_pkt_net` (issue 41).
 - "quiet-idle" (before issue 28): the CPU to the end of the drain minus the rate of the ≥ 0.2-s quiet
   window × the whole replay and drain. Suricata's housekeeping runs on 1-s and 100-ms periods, so whether a
   wake-up falls inside that window decides which of two levels is subtracted (the two clusters of issue 28).
@@ -21,6 +22,7 @@ from idsbench.store.schema import SensorCostRecord
 
 DEFINITIONS = ("processing", "pre-idle", "quiet-idle")
 USED = "processing"
+NET = "pre-idle"  # sensor_us_per_pkt_net: the fixed housekeeping over the span taken out
 
 
 def _tail(r: SensorCostRecord) -> float | None:

@@ -99,6 +99,8 @@ REGISTRY: dict[str, Metric] = {m.key: m for m in (
     _m("alerts_extra", "extra alerts", "alerts", digits=0),
     # the sensor's cost per packet (issue 20): CPU time, and instructions/cycles where the PMU is visible
     _m("sensor_us_per_pkt", "sensor µs/pkt", "µs/packet", digits=2, better="lower"),
+    # … with the sensor's idle housekeeping over the span taken out (issue 41: short traces)
+    _m("sensor_us_per_pkt_net", "sensor µs/pkt net of idle", "µs/packet", digits=2, better="lower"),
     _m("sensor_instr_per_pkt", "sensor instr/pkt", "instructions/packet", digits=0, better="lower"),
     _m("sensor_cycles_per_pkt", "sensor cycles/pkt", "cycles/packet", digits=0, better="lower"),
     _m("ndr_sensor_us_per_pkt", "sensor µs/pkt near NDR", "µs/packet", digits=2, better="lower"),

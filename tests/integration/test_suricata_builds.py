@@ -191,7 +191,9 @@ def test_removing_the_costliest_category_saves_what_the_profiler_said_it_cost(tm
           f"{share:.1%} of the sensor's CPU, with the uncounted clock reads {expected or 0:.1%}; without it CPU/pkt "
           f"{d.base:.1f} -> {d.contender:.1f} us, effect {d.effect_pct:+.1f}% CI {d.effect_ci}; the profiler's own "
           f"clock ~{(timing.timer_share or 0) if timing else 0:.0%} of the rule time")
-    assert d.verdict == "lower" and d.effect_pct is not None and d.effect_ci is not None, d
+    # 3 rounds reach a 75% CI: no verdict at the 95% asked (issue 41), but that CI lies below 0
+    assert d.verdict == "inconclusive" and d.level == 0.75 and d.effect_pct is not None and d.effect_ci is not None, d
+    assert d.effect_ci[1] < 0, d
     # the rulesets ran in rounds (issue 28): campaign.json records them, the comparison is paired
     doc = json.loads((out / "campaign.json").read_text())
     assert doc["order"]["order"] == "interleaved" and len(doc["order"]["rounds"]) == ROUNDS and doc["order"]["seed"] is not None

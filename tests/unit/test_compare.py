@@ -19,9 +19,10 @@ from idsbench.store.reader import load_campaign
 from tests.fakecampaign import FakeCase, write_campaign
 
 
-def _pair(tmp_path: Path, samples: int = 5) -> tuple[Path, Path]:
-    """Two campaigns that differ only in the CPU limit: the tighter one drops and uses less CPU."""
-    jit = [1.0, 1.02, 0.98, 1.01, 0.99][:samples]
+def _pair(tmp_path: Path, samples: int = 6) -> tuple[Path, Path]:
+    """Two campaigns that differ only in the CPU limit: the tighter one drops and uses less CPU (6 samples: a
+    verdict needs the 95% the CI of a median reaches from 6 samples on)."""
+    jit = [1.0, 1.02, 0.98, 1.01, 0.99, 1.0][:samples]
     loose = [FakeCase(replayers=r, cpus=1.0, samples=samples, sensor_cpu=[40.0 * r * j for j in jit])
              for r in (1, 2)]
     tight = [FakeCase(replayers=r, cpus=0.5, samples=samples, sensor_cpu=[48.0 * j for j in jit],
@@ -151,8 +152,10 @@ def test_gate_fails_on_a_real_regression_and_passes_inside_the_noise(tmp_path: P
     assert _gate(["compare", str(a), str(b), "--fail-on", "sensor_cpu_pct:+20%"])[0] == 0  # below the threshold
     assert _gate(["compare", str(a), str(b), "--fail-on", "sensor_cpu_pct:-5%"])[0] == 0   # the other way
     assert _gate(["compare", str(a), str(same), "--fail-on", "sensor_cpu_pct:5%"])[0] == 0
-    with pytest.raises(SpecError, match="no matched case has nonsense_metric"):
+    with pytest.raises(SpecError, match="nonsense_metric is no metric of the results"):
         _gate(["compare", str(a), str(b), "--fail-on", "nonsense_metric:+5%"])
+    with pytest.raises(SpecError, match="no matched case has ndr_pps"):  # a metric these campaigns lack
+        _gate(["compare", str(a), str(b), "--fail-on", "ndr_pps:-5%"])
     for bad in ("sensor_cpu_pct", "cpu:+x%", "", "a:+0%"):
         with pytest.raises(SpecError):
             parse_conditions(bad)

@@ -73,9 +73,10 @@ def test_results_json_and_csv_from_the_index(tmp_path: Path, capsys: pytest.Capt
 
 
 def test_compare_json_and_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    loose = [FakeCase(replayers=r, cpus=1.0, samples=5, sensor_cpu=[40.0 * r * j for j in JIT]) for r in (1, 2)]
-    tight = [FakeCase(replayers=r, cpus=0.5, samples=5, sensor_cpu=[48.0 * j for j in JIT],
-                      drop_fraction=[0.1 * r * j for j in JIT]) for r in (1, 2)]
+    jit = [*JIT, 1.0]  # 6 samples: verdicts need the 95% a median's CI reaches from 6 on
+    loose = [FakeCase(replayers=r, cpus=1.0, samples=6, sensor_cpu=[40.0 * r * j for j in jit]) for r in (1, 2)]
+    tight = [FakeCase(replayers=r, cpus=0.5, samples=6, sensor_cpu=[48.0 * j for j in jit],
+                      drop_fraction=[0.1 * r * j for j in jit]) for r in (1, 2)]
     a = write_campaign(tmp_path / "loose", loose, name="loose")
     b = write_campaign(tmp_path / "tight", tight, name="tight")
     _check("compare.json", _run(capsys, ["compare", str(a), str(b), "--format", "json"]), tmp_path)

@@ -184,10 +184,10 @@ def test_builds_compared_case_by_case_through_the_seam() -> None:
 
     def row(engine: str, cpu: float, rate: str = "1000pps") -> CaseResult:
         return CaseResult(case=f"{engine}-{rate}", params=CaseParams(trace="t", replayers=1, rate=rate, engine=engine),
-                          samples=5, medians={"sensor_cpu_pct": cpu, "alerts": 4.0},
+                          samples=6, medians={"sensor_cpu_pct": cpu, "alerts": 4.0},
                           cis={"sensor_cpu_pct": (cpu - 1, cpu + 1), "alerts": (4.0, 4.0)},
-                          values={"sensor_cpu_pct": (cpu - 1, cpu - 0.5, cpu, cpu + 0.5, cpu + 1),
-                                  "alerts": (4.0,) * 5})
+                          values={"sensor_cpu_pct": (cpu - 1, cpu - 0.5, cpu, cpu, cpu + 0.5, cpu + 1),
+                                  "alerts": (4.0,) * 6})
 
     rows = [row("suricata", 30.0), row("suricata@8.0.6", 20.0), row("suricata", 50.0, "2000pps")]
     (cmp,) = compare_along(rows, "engine")
@@ -232,7 +232,7 @@ def test_rulesets_compared_along_their_axis_with_the_effect_and_its_ci() -> None
     table = sections["rules"]["table"]
     (shown,) = [{c.key: cell(v) for c, v in zip(table.columns, r.cells)} for r in table.rows]
     us = shown["sensor_us_per_pkt"]  # the metric's format (2 decimals), compare's verdict under it
-    assert us.text == "100.00 → 60.00" and us.note.startswith("▼ lower -40.0% [") and us.note.endswith("] (better)")
+    assert us.text == "100.00 → 60.00" and us.note.startswith("▼ lower -40.0% [") and us.note.endswith("] 95% CI (better)")
     assert (shown["base"].text, shown["contender"].text) == ("et", "et-minus-x")
 
 

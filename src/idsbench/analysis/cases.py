@@ -83,9 +83,11 @@ def case_table(campaign: Campaign, groups: list[CaseSamples] | None = None, *,
 
 def with_engine_figures(campaign: Campaign, cs: CaseSamples, result: CaseResult,
                         level: float = REQUESTED_LEVEL) -> CaseResult:
-    """`result` plus its engine's rule share and alerts on the rules every engine loaded (`engines`)."""
-    return result.model_copy(update={"engines": case_engine_figures(campaign.doc, cs.info.params.engine, cs.used,
-                                                                    level)})
+    """`result` plus its engine's rule share and alerts on the rules every engine loaded (`engines`), for the
+    ruleset the case ran with."""
+    params = cs.info.params
+    return result.model_copy(update={"engines": case_engine_figures(campaign.doc, params.engine, cs.used, level,
+                                                                    ruleset=params.rules)})
 
 
 def case_result(cs: CaseSamples, cv_threshold: float = DEFAULT_CV_THRESHOLD,
@@ -115,6 +117,7 @@ def case_result(cs: CaseSamples, cv_threshold: float = DEFAULT_CV_THRESHOLD,
         pairs=tuple(sorted({s.summary.pair for s in (cs.used or cs.failed) if s.summary.pair})),
         degraded_sensor=degraded_medians(cs), phases=phase_medians(cs), search=search_fields(cs.search),
         engine_version=engine_version(cs), alerts_by_sid=alert_medians(cs), sensor_threads=sensor_threads(cs),
+        recall_excluded_sids=dict(cs.truth.excluded_sids) if cs.truth is not None else {},
         host_side=host_side_fields(cs.used), **capture_fields(cs),
     )
 
@@ -205,6 +208,10 @@ def _warnings(cs: CaseSamples, threshold: float) -> list[str]:
         out.append(f"case {case_id}: the sensor ran {', '.join(map(str, sorted(ran)))} worker thread(s), "
                    f"{asked.pop()} were asked (an engine setting in sensor.set or the config overlay names "
                    "its threads?)")
+    if cs.truth is not None and cs.truth.excluded_sids:
+        whys = sorted(set(cs.truth.excluded_sids.values()))
+        out.append(f"case {case_id}: alert_recall leaves out sid(s) {', '.join(map(str, cs.truth.excluded_sids))}, "
+                   f"which only the offline ground truth can fire ({'; '.join(whys)})")
     noisy = []
     drops = median(cs.column("drop_ratio")) or 0.0
     for key in CV_CHECKED:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from idsbench.analysis.cases import case_table
-from idsbench.analysis.effect import DEFAULT_MIN_EFFECT_PCT, Verdict, effect, paired_effect
+from idsbench.analysis.effect import DEFAULT_MIN_EFFECT_PCT, LEVEL, Verdict, effect, paired_effect
 from idsbench.analysis.values import ci_of as _ci
 from idsbench.analysis.values import median_of as _median
 from idsbench.analysis.values import paired_values, sample_values
@@ -34,8 +34,8 @@ COMPARE_METRICS = ("sent_pkts", "captured_pkts", "dropped_pkts", "drop_ratio", "
                    "decoded_bytes", "alerts", "sensor_cpu_pct", "sensor_rss_peak_bytes", "host_cpu_pct",
                    "stable_after_s")
 # Compared too when either side has them (later analyses: cost per packet, fixed cost, searches).
-OPTIONAL_METRICS = ("sensor_us_per_pkt", "sensor_instr_per_pkt", "sensor_cycles_per_pkt", "overhead_s", "ndr_pps",
-                    "pdr_pps")
+OPTIONAL_METRICS = ("sensor_us_per_pkt", "sensor_us_per_pkt_net", "sensor_instr_per_pkt", "sensor_cycles_per_pkt",
+                    "overhead_s", "ndr_pps", "pdr_pps")
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def _constant(rows: Sequence[CaseResult], key: str) -> Any:
 
 
 def metric_delta(b: CaseResult, c: CaseResult, key: str,
-                 min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT) -> MetricDelta:
+                 min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT, level: float = LEVEL) -> MetricDelta:
     """Medians, CIs and the effect (with its CI and verdict) of `key` from case `b` to case `c`."""
     mb, mc = _median(b, key), _median(c, key)
     cb, cc = _ci(b, key), _ci(c, key)
@@ -103,8 +103,8 @@ def metric_delta(b: CaseResult, c: CaseResult, key: str,
     pct = diff / abs(mb) * 100.0 if diff is not None and mb else None
     overlap = None if not cb or not cc else not (cc[0] > cb[1] or cc[1] < cb[0])
     rounds = paired_values(b, c, key)
-    e = paired_effect(*rounds, min_effect_pct=min_effect_pct) if rounds else \
-        effect(sample_values(b, key), sample_values(c, key), min_effect_pct=min_effect_pct)
+    e = paired_effect(*rounds, min_effect_pct=min_effect_pct, level=level) if rounds else \
+        effect(sample_values(b, key), sample_values(c, key), min_effect_pct=min_effect_pct, level=level)
     return MetricDelta(mb, cb, mc, cc, diff, pct, overlap, e.verdict, e.effect_pct, e.effect_ci, e.verdict,
                        e.samples_needed, metric(key).judge(e.verdict), e.level, e.min_effect_pct, e.paired)
 
@@ -118,9 +118,9 @@ def metrics_of(b_rows: Sequence[CaseResult], c_rows: Sequence[CaseResult],
 
 
 def compare_campaigns(base: Campaign, contender: Campaign, metrics: tuple[str, ...] = COMPARE_METRICS, *,
-                      min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT) -> Comparison:
+                      min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT, level: float = LEVEL) -> Comparison:
     cmp = compare_tables(base.name, case_table(base), contender.name, case_table(contender), metrics,
-                         min_effect_pct=min_effect_pct)
+                         min_effect_pct=min_effect_pct, level=level)
     return dataclasses.replace(cmp, host_differs=host_differences(base.root, contender.root))
 
 
@@ -138,9 +138,9 @@ def host_differences(base: Path, contender: Path) -> list[str]:
 
 def compare_tables(base: str, b_rows: Sequence[CaseResult], contender: str, c_rows: Sequence[CaseResult],
                    metrics: tuple[str, ...] = COMPARE_METRICS, *,
-                   min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT) -> Comparison:
+                   min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT, level: float = LEVEL) -> Comparison:
     """compare_campaigns on two case tables (e.g. read back from the result store). `metrics` are
-    compared, plus OPTIONAL_METRICS either side has."""
+    compared, plus OPTIONAL_METRICS either side has; `level`: the confidence a verdict needs (95%)."""
     metrics = metrics_of(b_rows, c_rows, metrics)
     keys = tuple(k for k in PARAM_KEYS if k in _varying(b_rows) | _varying(c_rows))
     differs = {}
@@ -160,7 +160,7 @@ def compare_tables(base: str, b_rows: Sequence[CaseResult], contender: str, c_ro
         out.append(MatchedCase(
             base_case=b.case, contender_case=c.case, params={k: _param(b, k) for k in keys},
             samples=(b.samples, c.samples), status=(b.status, c.status), ci_level=(b.ci_level, c.ci_level),
-            metrics={m: metric_delta(b, c, m, min_effect_pct) for m in metrics}))
+            metrics={m: metric_delta(b, c, m, min_effect_pct, level) for m in metrics}))
     only_base = [b.case for b in b_rows if b.case not in {r.base_case for r in out}]
     only_contender = [c.case for c in c_rows if c.case not in matched]
     return Comparison(base, contender, keys, differs, out, only_base, only_contender)

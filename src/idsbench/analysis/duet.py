@@ -9,7 +9,8 @@ seconds within each sample), the position asymmetry the swaps cancel, and the ve
 - Verdict (`ratio_effect`), the rules of `compare` (analysis/effect.py) on the ratio's CI, with
   m = min_effect_pct: `same` when the CI lies within 1 ± m%; `higher`/`lower` when it excludes 1 and
   the median is at least m% off; else `inconclusive` with the samples that would settle it (the CI's
-  half-width shrinking as 1/√n).
+  half-width shrinking as 1/√n). No verdict while the CI's coverage is below the level asked (95%: 6
+  samples; with 2 it is min..max at 50%): `inconclusive`, at least `effect.samples_for(level)` samples.
 - Per second: the pair's monitor reads both cgroups' CPU and both capture interfaces each interval;
   a second's ratio = (b's CPU / b's packets received) / (a's CPU / a's packets), over the replay.
 - Position effect (slot 1 / slot 0 cost): with r₀ the median ratio of unswapped samples (a in slot 0)
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
-from idsbench.analysis.effect import DEFAULT_MIN_EFFECT_PCT, MAX_SAMPLES_NEEDED, MIN_SAMPLES_FOR_95, Effect
+from idsbench.analysis.effect import DEFAULT_MIN_EFFECT_PCT, LEVEL, MAX_SAMPLES_NEEDED, Effect, judged, samples_for
 from idsbench.analysis.stats import ci_coverage, median, median_ci
 from idsbench.spec.duet import axis_field
 from idsbench.store.casefigures import Row
@@ -48,21 +49,17 @@ def ratio_effect(ratios: Sequence[float | None], *, min_effect_pct: float = DEFA
     assert mid is not None
     point = (mid - 1.0) * 100.0
     if len(vals) < 2:
-        return Effect(point, None, "inconclusive", MIN_SAMPLES_FOR_95, level=level, min_effect_pct=min_effect_pct)
+        return Effect(point, None, "inconclusive", samples_for(level), level=ci_coverage(len(vals), level),
+                      min_effect_pct=min_effect_pct)
     lo, hi = median_ci(vals, level) or (mid, mid)
     ci = ((lo - 1.0) * 100.0, (hi - 1.0) * 100.0)
     m = min_effect_pct
-    if -m <= ci[0] and ci[1] <= m:
-        return Effect(point, ci, "same", None, level=level, min_effect_pct=m)
-    if ci[0] > 0 and point >= m:
-        return Effect(point, ci, "higher", None, level=level, min_effect_pct=m)
-    if ci[1] < 0 and point <= -m:
-        return Effect(point, ci, "lower", None, level=level, min_effect_pct=m)
     target = m - abs(point) if abs(point) < m else abs(point)
     half = (ci[1] - ci[0]) / 2
     need = MAX_SAMPLES_NEEDED if target <= 0 else math.ceil(len(vals) * (half / target) ** 2)
-    return Effect(point, ci, "inconclusive", int(min(MAX_SAMPLES_NEEDED, max(need, len(vals) + 1))),
-                  level=level, min_effect_pct=m)
+    needed = int(min(MAX_SAMPLES_NEEDED, max(need, len(vals) + 1)))
+    # the order-statistic CI's own coverage (min..max of 2 samples: 50%): no verdict below the level asked
+    return judged(point, ci, None, ci_coverage(len(vals), level), level, m, needed)
 
 
 def per_second_ratios(rows: Sequence[dict[str, float | None]], start_unix: float, end_unix: float) -> list[float]:
@@ -231,7 +228,8 @@ def position_effect(samples: Sequence[DuetSampleFigures]) -> float | None:
     return math.sqrt(r0 / r1) if r0 and r1 else None
 
 
-def duet_results(campaign: Campaign, *, min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT) -> list[DuetResult]:
+def duet_results(campaign: Campaign, *, min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT,
+                 level: float = LEVEL) -> list[DuetResult]:
     """Every duet pair of the campaign (none for a single-mode campaign)."""
     out = []
     for pair_id, records in duet_samples(campaign.root).items():
@@ -247,9 +245,9 @@ def duet_results(campaign: Campaign, *, min_effect_pct: float = DEFAULT_MIN_EFFE
         values = [_param(campaign, c, field) for c in (a.case_id, b.case_id)]
         out.append(DuetResult(
             pair_id=pair_id, axis=first.axis, a_case=a.case_id, b_case=b.case_id, a_value=values[0],
-            b_value=values[1], samples=figures, ratio=median(ratios), ratio_ci=median_ci(ratios),
-            ci_level=ci_coverage(len(ratios)) if ratios else 0.0,
-            effect=ratio_effect(ratios, min_effect_pct=min_effect_pct), position=position_effect(figures),
+            b_value=values[1], samples=figures, ratio=median(ratios), ratio_ci=median_ci(ratios, level),
+            ci_level=ci_coverage(len(ratios), level) if ratios else 0.0,
+            effect=ratio_effect(ratios, min_effect_pct=min_effect_pct, level=level), position=position_effect(figures),
             placement=first.placement, mirror=first.mirror,
             search=search_figures(campaign.searches.get(a.case_id), campaign.searches.get(b.case_id))))
     return out
@@ -281,7 +279,8 @@ def pair_row(r: DuetResult) -> Row:
         "case": r.pair_id, "duet_pair": r.pair_id, "duet_axis": r.axis,
         "duet_ratio": _round(r.ratio), "duet_ratio_ci": [_round(r.ratio_ci[0]), _round(r.ratio_ci[1])] if r.ratio_ci else None,
         "duet_verdict": e.verdict if e.verdict != "n/a" else "inconclusive",
-        "duet_ratio_ci_level": round(r.ci_level, 4), "duet_effect_pct": _round(e.effect_pct, 4),
+        "duet_ratio_ci_level": round(r.ci_level, 4), "ci_level": round(r.ci_level, 4),
+        "duet_effect_pct": _round(e.effect_pct, 4),
         "duet_min_effect_pct": e.min_effect_pct, "duet_samples_needed": e.samples_needed,
         "duet_samples": r.n, "duet_samples_exact": r.exact, "duet_a": r.a_case, "duet_b": r.b_case,
         "duet_a_value": r.a_value, "duet_b_value": r.b_value, "duet_position_ratio": _round(r.position),

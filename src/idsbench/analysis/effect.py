@@ -12,6 +12,10 @@ min_effect_pct and [lo, hi] the CI:
   settle it, from the observed spread (a CI's width shrinks as 1/√n): enough to shrink the CI to
   m − |effect| when the effect is below m ("same"), or below |effect| when it is above ("higher"/
   "lower"). It assumes the spread and the effect hold; capped at MAX_SAMPLES_NEEDED.
+The level: a verdict needs each side to have the samples whose median's distribution-free CI reaches the
+level asked (`samples_for(level)`: 6 at 95%; `stats.ci_coverage`). With fewer, the bootstrap CI is computed
+at the level the smaller side reaches (50% at 2 samples, 75% at 3, `Effect.level`: the level printed is the
+level computed) and the verdict is "inconclusive", with `samples_needed` at least `samples_for(level)`.
 A side with fewer than 2 values has no spread: inconclusive, `samples_needed` = 6 (what a 95% CI of a
 median needs). When the base median is 0 (e.g. no drops) a ratio does not exist: the effect is null
 and the verdict rests on the bootstrap CI of the difference of the medians (both all zero: "same").
@@ -20,8 +24,9 @@ Paired (`paired_effect`): when the two sides ran round by round (`rounds`: sampl
 next to each other, and the rounds one after another), the effect is the median of the per-round
 ratios contender_k / base_k − 1 and its CI the percentile bootstrap over rounds (rounds resampled
 whole): drift the rounds share cancels in each ratio instead of widening the CI (RMIT, Abedi & Brecht,
-ICPE 2017). `samples_needed` then counts rounds. A base of 0 in any round: the median of the per-round
-differences instead. Same verdict rules; `Effect.paired` says which was used.
+ICPE 2017). `samples_needed` then counts rounds (and a verdict needs `samples_for(level)` of them). A base
+of 0 in any round: the median of the per-round differences instead. Same verdict rules; `Effect.paired`
+says which was used.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from typing import Literal
 
 import numpy as np
 
-from idsbench.analysis.stats import LARGE_N, median_ci
+from idsbench.analysis.stats import LARGE_N, ci_coverage, median_ci
 
 Verdict = Literal["higher", "lower", "same", "inconclusive", "n/a"]
 VERDICTS: tuple[Verdict, ...] = ("higher", "lower", "same", "inconclusive", "n/a")
@@ -46,6 +51,21 @@ MAX_SAMPLES_NEEDED = 10_000
 MIN_ROUNDS = 3  # fewer paired rounds than this: the unpaired effect (a bootstrap over 2 rounds says nothing)
 
 
+def samples_for(level: float = LEVEL) -> int:
+    """The fewest samples whose order-statistic CI of the median covers `level` (6 at 95%, 8 at 99%)."""
+    n = 1
+    while ci_coverage(n, level) < level:
+        n += 1
+    return n
+
+
+def reached_level(level: float, *counts: int) -> float:
+    """The level a CI from sides of `counts` values can claim: `level` when every side has
+    `samples_for(level)`, else the coverage the smallest side's median CI reaches."""
+    smallest = min(counts) if counts else 0
+    return level if smallest >= samples_for(level) else ci_coverage(smallest, level)
+
+
 @dataclass(frozen=True)
 class Effect:
     effect_pct: float | None                  # (median(contender) / median(base) − 1) × 100
@@ -53,7 +73,7 @@ class Effect:
     verdict: Verdict
     samples_needed: int | None = None         # per side, when inconclusive
     diff_ci: tuple[float, float] | None = None  # bootstrap CI of median(contender) − median(base)
-    level: float = LEVEL
+    level: float = LEVEL                      # the level effect_ci/diff_ci were computed at (reached_level)
     min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT
     paired: bool = False                      # from per-round ratios (paired_effect), not from two samples
 
@@ -91,32 +111,44 @@ def effect(base: Sequence[float | None], contender: Sequence[float | None], *,
     mb, mc = float(np.median(b)), float(np.median(c))
     point = (mc - mb) / abs(mb) * 100.0 if mb else None
     if len(b) < 2 or len(c) < 2:
-        return Effect(point, None, "inconclusive", MIN_SAMPLES_FOR_95, level=level, min_effect_pct=min_effect_pct)
+        return Effect(point, None, "inconclusive", samples_for(level), level=reached_level(level, len(b), len(c)),
+                      min_effect_pct=min_effect_pct)
+    at = reached_level(level, len(b), len(c))
     rng = np.random.default_rng(SEED)
     boot_b, boot_c = _boot_medians(b, rng), _boot_medians(c, rng)
-    tails = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
+    tails = [(1 - at) / 2 * 100, (1 + at) / 2 * 100]
     d_lo, d_hi = (float(x) for x in np.percentile(boot_c - boot_b, tails))
     diff_ci = (d_lo, d_hi)
     m = min_effect_pct
     if point is None or not np.all(boot_b != 0):
         # no ratio: judge the difference of the medians
-        if not b.any() and not c.any():
-            return Effect(None, None, "same", None, diff_ci, level, m)
-        if d_lo > 0 or d_hi < 0:
-            verdict: Verdict = "higher" if d_lo > 0 else "lower"
-            return Effect(None, None, verdict, None, diff_ci, level, m)
-        return Effect(None, None, "inconclusive", _needed(len(b), len(c), (d_hi - d_lo) / 2, abs(mc - mb)),
-                      diff_ci, level, m)
+        if not b.any() and not c.any():  # all zero: "same" once the samples reach the level
+            return Effect(None, None, "same", None, diff_ci, at, m) if at >= level else \
+                Effect(None, None, "inconclusive", samples_for(level), diff_ci, at, m)
+        return judged(None, None, diff_ci, at, level, m, _needed(len(b), len(c), (d_hi - d_lo) / 2, abs(mc - mb)))
     lo, hi = (float(x) for x in np.percentile((boot_c - boot_b) / np.abs(boot_b) * 100.0, tails))
     ci = (min(lo, point), max(hi, point))  # the point estimate always lies inside its interval
-    if -m <= ci[0] and ci[1] <= m:
-        return Effect(point, ci, "same", None, diff_ci, level, m)
-    if ci[0] > 0 and point >= m:
-        return Effect(point, ci, "higher", None, diff_ci, level, m)
-    if ci[1] < 0 and point <= -m:
-        return Effect(point, ci, "lower", None, diff_ci, level, m)
     target = m - abs(point) if abs(point) < m else abs(point)
-    return Effect(point, ci, "inconclusive", _needed(len(b), len(c), (ci[1] - ci[0]) / 2, target), diff_ci, level, m)
+    return judged(point, ci, diff_ci, at, level, m, _needed(len(b), len(c), (ci[1] - ci[0]) / 2, target))
+
+
+def judged(point: float | None, ci: tuple[float, float] | None, diff_ci: tuple[float, float] | None, at: float,
+            level: float, m: float, needed: int, paired: bool = False) -> Effect:
+    """The verdict on an effect (`point`, its CI in %; None: no ratio, judge `diff_ci`) computed at level `at`:
+    none below the `level` asked (inconclusive, `samples_for(level)` at least)."""
+    if at < level:
+        return Effect(point, ci, "inconclusive", max(needed, samples_for(level)), diff_ci, at, m, paired)
+    verdict: Verdict = "inconclusive"
+    if ci is None or point is None:
+        if diff_ci is not None and (diff_ci[0] > 0 or diff_ci[1] < 0):
+            verdict = "higher" if diff_ci[0] > 0 else "lower"
+    elif -m <= ci[0] and ci[1] <= m:
+        verdict = "same"
+    elif ci[0] > 0 and point >= m:
+        verdict = "higher"
+    elif ci[1] < 0 and point <= -m:
+        verdict = "lower"
+    return Effect(point, ci, verdict, needed if verdict == "inconclusive" else None, diff_ci, at, m, paired)
 
 
 def rounds(base: Sequence[tuple[int, float]], contender: Sequence[tuple[int, float]]) -> list[tuple[int, int]] | None:
@@ -149,32 +181,25 @@ def paired_effect(base: Sequence[float | None], contender: Sequence[float | None
     b = np.asarray([p[0] for p in pairs])
     c = np.asarray([p[1] for p in pairs])
     n, m = len(pairs), min_effect_pct
+    at = reached_level(level, n)
     rng = np.random.default_rng(SEED)
     picks = rng.integers(0, n, size=(ROUNDS, n))
-    tails = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
+    tails = [(1 - at) / 2 * 100, (1 + at) / 2 * 100]
     diffs = c - b
     d_lo, d_hi = (float(x) for x in np.percentile(np.median(diffs[picks], axis=1), tails))
     diff_ci = (d_lo, d_hi)
     if not np.all(b != 0):  # no ratio in some round: judge the per-round differences
         if not b.any() and not c.any():
-            return Effect(None, None, "same", None, diff_ci, level, m, paired=True)
-        if d_lo > 0 or d_hi < 0:
-            return Effect(None, None, "higher" if d_lo > 0 else "lower", None, diff_ci, level, m, paired=True)
-        return Effect(None, None, "inconclusive", _needed(n, n, (d_hi - d_lo) / 2, abs(float(np.median(diffs)))),
-                      diff_ci, level, m, paired=True)
+            return Effect(None, None, "same", None, diff_ci, at, m, paired=True) if at >= level else \
+                Effect(None, None, "inconclusive", samples_for(level), diff_ci, at, m, paired=True)
+        return judged(None, None, diff_ci, at, level, m, _needed(n, n, (d_hi - d_lo) / 2,
+                                                                  abs(float(np.median(diffs)))), paired=True)
     ratios = np.round((c / b - 1.0) * 100.0 * np.sign(b), 9)  # per-round effects in %, float noise cut
     point = float(np.median(ratios))
     lo, hi = (float(x) for x in np.percentile(np.median(ratios[picks], axis=1), tails))
     ci = (min(lo, point), max(hi, point))
-    if -m <= ci[0] and ci[1] <= m:
-        return Effect(point, ci, "same", None, diff_ci, level, m, paired=True)
-    if ci[0] > 0 and point >= m:
-        return Effect(point, ci, "higher", None, diff_ci, level, m, paired=True)
-    if ci[1] < 0 and point <= -m:
-        return Effect(point, ci, "lower", None, diff_ci, level, m, paired=True)
     target = m - abs(point) if abs(point) < m else abs(point)
-    return Effect(point, ci, "inconclusive", _needed(n, n, (ci[1] - ci[0]) / 2, target), diff_ci, level, m,
-                  paired=True)
+    return judged(point, ci, diff_ci, at, level, m, _needed(n, n, (ci[1] - ci[0]) / 2, target), paired=True)
 
 
 def describe(e: Effect, better: str | None = None) -> str:
@@ -187,6 +212,6 @@ def describe(e: Effect, better: str | None = None) -> str:
     ci = f" [{e.effect_ci[0]:+.1f}%, {e.effect_ci[1]:+.1f}%]" if e.effect_ci else ""
     size = f" by {abs(e.effect_pct):.1f}%{ci}" if e.effect_pct is not None else " (from 0)"
     if e.verdict == "inconclusive":
-        measured = f"{e.effect_pct:+.1f}%{ci}, " if e.effect_pct is not None else ""
+        measured = f"{e.effect_pct:+.1f}%{ci} ({e.level:.0%} CI), " if e.effect_pct is not None else ""
         return f"inconclusive ({measured}about {e.samples_needed} samples per side would settle it)"
-    return f"{e.verdict}{size}" + (f" ({better})" if better else "")
+    return f"{e.verdict}{size} ({e.level:.0%} CI)" + (f" ({better})" if better else "")

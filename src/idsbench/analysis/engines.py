@@ -2,9 +2,10 @@
 
 Engines differ in which rules they can take (Snort 3 loads ~71% of the Suricata-flavoured ET Open
 after conversion), so their alert totals are not comparable. Preflight records per engine the rule
-ids (text rules, gid 1) it loaded (the campaign file's `inputs.rule_load`); `common_sids` intersects them
-over the engines that load rules (capture-only engines load none and are left out), and
-`alerts_on_common` counts a sample's alerts on those ids only.
+ids (text rules, gid 1) it loaded (the campaign file's `inputs.rule_load`, keyed by engine, or by
+`engine ruleset` for a named ruleset: a ruleset axis, a duet's two rule files); `common_sids` intersects
+them over the engines that load rules for one ruleset (capture-only engines load none and are left out),
+and `alerts_on_common` counts a sample's alerts on those ids only.
 """
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from idsbench.analysis.stats import median, median_ci
-from idsbench.store.campaigndoc import CampaignDoc, RuleSetInput
+from idsbench.spec import DEFAULT_RULESET
+from idsbench.store.campaigndoc import CampaignDoc, RuleSetInput, rule_load_key, split_rule_load_key
 from idsbench.store.casefigures import CommonRules, EngineFigures
 from idsbench.store.reader import SampleRecord
 
 
 @dataclass(frozen=True)
 class EngineRules:
-    engine: str
+    engine: str          # the `inputs.rule_load` key: the engine, or `engine ruleset`
     rules: int           # active rules in the sources the spec named
     loaded: int          # rules the engine loaded
     sids: frozenset[int]
@@ -30,17 +32,25 @@ class EngineRules:
     def share(self) -> float | None:
         return self.loaded / self.rules if self.rules else None
 
+    @property
+    def ruleset(self) -> str:
+        return split_rule_load_key(self.engine)[1]
+
 
 def engine_rules(doc: CampaignDoc) -> dict[str, EngineRules]:
-    """Per engine that was given rules: what it loaded (the campaign file's `inputs.rule_load`)."""
-    return {engine: EngineRules(engine, load.rules, load.loaded, frozenset(load.sids), load.sets)
-            for engine, load in doc.inputs.rule_load.items() if load.sets}
+    """Per engine (and named ruleset) that was given rules: what it loaded (the campaign file's
+    `inputs.rule_load`, same keys)."""
+    return {key: EngineRules(key, load.rules, load.loaded, frozenset(load.sids), load.sets)
+            for key, load in doc.inputs.rule_load.items() if load.sets}
 
 
-def common_sids(rules: Mapping[str, EngineRules], engines: Iterable[str] | None = None) -> frozenset[int] | None:
-    """The rule ids every one of `engines` (default: all that loaded rules) loaded; None with fewer
-    than two such engines (nothing to compare)."""
-    names = [e for e in (engines if engines is not None else rules) if e in rules]
+def common_sids(rules: Mapping[str, EngineRules], engines: Iterable[str] | None = None,
+                ruleset: str = DEFAULT_RULESET) -> frozenset[int] | None:
+    """The rule ids every one of `engines` (default: all that loaded rules) loaded of `ruleset`; None
+    with fewer than two such engines (nothing to compare)."""
+    keys = [rule_load_key(e, ruleset) for e in engines] if engines is not None else \
+        [k for k, r in rules.items() if r.ruleset == ruleset]
+    names = [k for k in keys if k in rules]
     if len(names) < 2:
         return None
     common = rules[names[0]].sids
@@ -54,14 +64,15 @@ def alerts_on(alerts_by_sid: Mapping[int, int], sids: frozenset[int]) -> int:
 
 
 def case_engine_figures(doc: CampaignDoc, engine: str, used: Sequence[SampleRecord],
-                        level: float = 0.95) -> EngineFigures:
-    """What a results row adds for its engine: the rule share and, when several engines loaded rules,
-    the alerts on the rules all of them loaded (median over the ok samples, with its CI)."""
+                        level: float = 0.95, ruleset: str = DEFAULT_RULESET) -> EngineFigures:
+    """What a results row adds for its engine and ruleset: the rule share and, when several engines
+    loaded rules of that ruleset, the alerts on the rules all of them loaded (median over the ok samples,
+    with its CI)."""
     rules = engine_rules(doc)
-    mine = rules.get(engine)
+    mine = rules.get(rule_load_key(engine, ruleset))
     out = EngineFigures(rules_total=mine.rules if mine else 0, rules_loaded=mine.loaded if mine else 0,
                         rules_loaded_share=round(mine.share, 6) if mine and mine.share is not None else None)
-    common = common_sids(rules)
+    common = common_sids(rules, ruleset=ruleset)
     if common is None or mine is None:
         return out
     counts: list[float | None] = [float(alerts_on(s.summary.sensor.alerts_by_sid, common)) for s in used]

@@ -8,17 +8,20 @@ effect reaches −X%. `+X%` is the same upwards; `X%` (no sign) either way. A ch
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from idsbench.analysis.compare import MetricDelta, compare_tables
+from idsbench.analysis.effect import LEVEL
 from idsbench.errors import SpecError
-from idsbench.metrics import metric
-from idsbench.store.schema import CaseResult
+from idsbench.metrics import REGISTRY, metric
+from idsbench.store.schema import CASE_METRICS, CaseResult
 
 _CONDITION = re.compile(r"^\s*([a-z0-9_]+)\s*:\s*([+-]?)\s*(\d+(?:\.\d+)?)\s*%?\s*$")
+GATED = frozenset(REGISTRY) | frozenset(CASE_METRICS)  # what a condition can name
 FIX = ('write conditions as METRIC:[+|-]PERCENT%, comma-separated, e.g. --fail-on "ndr_pps:-5%,'
        'sensor_us_per_pkt:+5%" (-: fail when it fell by that much, +: when it rose, no sign: either).')
 
@@ -48,6 +51,12 @@ def parse_conditions(text: str) -> list[Condition]:
         if not match:
             raise SpecError(f"--fail-on condition {part.strip()!r} is not METRIC:[+|-]PERCENT%.", fix=FIX)
         name, sign, value = match.groups()
+        if name not in GATED:
+            near = difflib.get_close_matches(name, sorted(GATED), n=1)
+            raise SpecError(f"--fail-on condition {part.strip()!r}: {name} is no metric of the results"
+                            + (f" (did you mean {near[0]}?)." if near else "."),
+                            fix="name a metric of `idsbench results --format json`, e.g. sensor_us_per_pkt, "
+                                "sensor_cpu_pct, drop_ratio, ndr_pps (when both campaigns were searched).")
         threshold = float(value)
         if threshold <= 0:
             raise SpecError(f"--fail-on condition {part.strip()!r} has a threshold of 0%.", fix=FIX)
@@ -83,14 +92,15 @@ def failure_line(cond: Condition, case: str, d: MetricDelta, base_label: str = "
 
 
 def check(base: str, b_rows: Sequence[CaseResult], new: str, c_rows: Sequence[CaseResult],
-          conditions: Sequence[Condition]) -> GateResult:
+          conditions: Sequence[Condition], level: float = LEVEL) -> GateResult:
     """Judge every condition on every matched case; SpecError when a condition's metric has no value
     on either side of any matched case (a misspelt metric must not pass silently)."""
     failures: list[str] = []
     notes: list[str] = []
     checked = 0
     for cond in conditions:
-        cmp = compare_tables(base, b_rows, new, c_rows, (cond.metric,), min_effect_pct=cond.threshold_pct)
+        cmp = compare_tables(base, b_rows, new, c_rows, (cond.metric,), min_effect_pct=cond.threshold_pct,
+                             level=level)
         judged = [(row, row.metrics[cond.metric]) for row in cmp.rows
                   if row.metrics[cond.metric].base is not None and row.metrics[cond.metric].contender is not None]
         if not judged:
@@ -103,6 +113,7 @@ def check(base: str, b_rows: Sequence[CaseResult], new: str, c_rows: Sequence[Ca
             if cond.fails(d.verdict):
                 failures.append(failure_line(cond, title, d))
             elif d.verdict == "inconclusive":
-                notes.append(f"note: {cond.metric} ({title}): inconclusive at {cond}; about {d.samples_needed} "
+                short = f" (the samples reach a {d.level:.0%} CI, below the {level:.0%} asked)" if d.level < level else ""
+                notes.append(f"note: {cond.metric} ({title}): inconclusive at {cond}{short}; about {d.samples_needed} "
                              "samples per side would settle it")
     return GateResult(tuple(failures), tuple(notes), checked)

@@ -1,15 +1,19 @@
 """Overhead of each setup vs a baseline setup (default baremetal) at the same trace, rate, load, limits.
 
 For each metric: baseline and contender medians, their difference (contender - baseline) and that
-difference in percent of the baseline median, each with a 95% percentile-bootstrap CI (fixed seed).
+difference in percent of the baseline median, each with a percentile-bootstrap CI (fixed seed) at the level
+the samples reach (95% with 6 or more per side, else what the smaller side's median CI covers:
+`analysis.effect.reached_level`, `MetricOverhead.level`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from idsbench.analysis.cases import CaseSamples, case_samples
+from idsbench.analysis.effect import LEVEL, reached_level
 from idsbench.analysis.stats import bootstrap_diff, median
 from idsbench.store.reader import Campaign
 from idsbench.store.schema import CaseParams
@@ -35,6 +39,7 @@ class MetricOverhead:
     diff_ci: tuple[float, float] | None
     pct: float | None
     pct_ci: tuple[float, float] | None
+    level: float = LEVEL   # what diff_ci and pct_ci were computed at
 
 
 @dataclass(frozen=True)
@@ -70,10 +75,25 @@ def overhead(campaign: Campaign, baseline: str = "baremetal") -> list[Overhead]:
     return out
 
 
+def overhead_note(setups: Sequence[str], baseline: str = "baremetal") -> str:
+    """Why there is no overhead table, for the setups a campaign ran."""
+    ran = set(setups)
+    if ran == {baseline}:
+        return f"every case runs on {baseline}: there is no other setup to set against it"
+    if baseline not in ran:
+        return f"the campaign has no {baseline} case to set the other setups ({', '.join(sorted(ran))}) against"
+    return f"no other setup has a case with the trace, rate, load and limits of a {baseline} case"
+
+
 def metric_overhead(base: list[float | None], contender: list[float | None]) -> MetricOverhead:
     mb, mc = median(base), median(contender)
     diff = None if mb is None or mc is None else mc - mb
     pct = None if diff is None or not mb else diff / abs(mb) * 100.0
-    dci = bootstrap_diff(base, contender)
-    pci = bootstrap_diff(base, contender, relative=True) if pct is not None else None
-    return MetricOverhead(mb, mc, diff, dci, pct, pci)
+    level = reached_level(LEVEL, _count(base), _count(contender))
+    dci = bootstrap_diff(base, contender, level=level)
+    pci = bootstrap_diff(base, contender, relative=True, level=level) if pct is not None else None
+    return MetricOverhead(mb, mc, diff, dci, pct, pci, level)
+
+
+def _count(values: list[float | None]) -> int:
+    return sum(1 for v in values if v is not None and v == v)  # v == v: not NaN

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from idsbench import cpucost
 from idsbench.accounting import waterfall_of
 from idsbench.analysis.detection import recall
 from idsbench.analysis.fidelity import worst_lateness
@@ -148,6 +149,7 @@ class SampleFigures:
     alerts_extra: float | None = None
     overhead_s: float | None = None            # wall time beyond the replay (the sample's fixed cost)
     sensor_us_per_pkt: float | None = None      # the sensor's CPU µs per processed packet (its cgroup)
+    sensor_us_per_pkt_net: float | None = None  # … with its idle housekeeping over the span taken out (cpucost.NET)
     sensor_instr_per_pkt: float | None = None   # instructions per packet (None without a PMU)
     sensor_cycles_per_pkt: float | None = None  # cycles per packet (None without a PMU)
     host_mem_bytes: float | None = None         # a VM: qemu's peak resident memory on the host
@@ -177,11 +179,21 @@ def sample_figures(sample: SampleRecord, settle_s: float, truth: GroundTruth | N
         sender_cpu_pct=res.sender_cpu_pct, sensor_host_cpu_pct=res.sensor_host_cpu_pct,
         overhead_s=s.overhead_s, **_sender_figures(s), **_waterfall_figures(s), **_recall_figures(s, truth),
         sensor_us_per_pkt=s.cost.us_per_pkt if s.cost else None,
+        sensor_us_per_pkt_net=_net_us_per_pkt(s),
         sensor_instr_per_pkt=s.cost.instr_per_pkt if s.cost else None,
         sensor_cycles_per_pkt=s.cost.cycles_per_pkt if s.cost else None,
         host_mem_bytes=None if res.host_mem_bytes is None else float(res.host_mem_bytes),
         host_mem_locked_bytes=None if res.host_mem_locked_bytes is None else float(res.host_mem_locked_bytes),
     )
+
+
+def _net_us_per_pkt(s: SampleSummary) -> float | None:
+    """The CPU per packet without the sensor's fixed housekeeping: its idle rate before the replay × the span
+    taken out (idsbench.cpucost "pre-idle"); None where the idle window was not read."""
+    if s.cost is None or s.cost.definition != cpucost.USED or s.cost.pre_idle_cores is None:
+        return None
+    net = cpucost.us_per_pkt(s.cost, cpucost.NET)
+    return None if net is None else round(net, 4)
 
 
 def _waterfall_figures(s: SampleSummary) -> dict[str, float | None]:
@@ -197,7 +209,7 @@ def _waterfall_figures(s: SampleSummary) -> dict[str, float | None]:
 def _recall_figures(s: SampleSummary, truth: GroundTruth | None) -> dict[str, float | None]:
     if truth is None:
         return {}
-    r = recall(s.sensor.alerts_by_sid, truth.alerts_by_sid)
+    r = recall(s.sensor.alerts_by_sid, truth.alerts_by_sid, exclude=truth.excluded_sids)
     return {"alert_recall": r.recall, "alerts_extra": float(r.extra)}
 
 

@@ -27,7 +27,7 @@ from idsbench.analysis.effect import DEFAULT_MIN_EFFECT_PCT, Effect, effect
 from idsbench.analysis.stats import median, median_ci
 from idsbench.analysis.values import ci_of, median_of, sample_values
 from idsbench.metrics import TREND_METRICS, metric
-from idsbench.store.campaigndoc import Inputs
+from idsbench.store.campaigndoc import Inputs, RuleLoadInput, split_rule_load_key
 from idsbench.store.casekey import SOFTWARE_PARTS, CampaignFacts, KeyedCase
 
 __all__ = ["TREND_METRICS", "Change", "Segment", "TrendPoint", "TrendSeries", "build_series", "regression_failures",
@@ -252,18 +252,24 @@ def _rule_files(inputs: Inputs) -> dict[str, str]:
     return {f.path: f.sha256 for f in inputs.rules or () if f.path}
 
 
+def _engine_loads(inputs: Inputs, engine: str) -> list[RuleLoadInput]:
+    """What `engine` loaded of each ruleset (its one set, or every named one: `engine ruleset` keys)."""
+    return [load for key, load in inputs.rule_load.items() if split_rule_load_key(key)[0] == engine]
+
+
 def _rule_counts(inputs: Inputs, engine: str) -> dict[str, int]:
-    load = inputs.rule_load.get(engine)
     out: dict[str, int] = {}
-    for s in load.sets if load is not None else ():
-        if s.source:
+    seen: set[str] = set()  # a file in two rulesets counts once
+    for s in (s for load in _engine_loads(inputs, engine) for s in load.sets):
+        if s.source and s.source not in seen:
+            seen.add(s.source)
             out[_name(s.source)] = out.get(_name(s.source), 0) + s.rules
     return out
 
 
 def _sids(inputs: Inputs, engine: str) -> set[int] | None:
-    load = inputs.rule_load.get(engine)
-    return set(load.sids) if load is not None else None
+    loads = _engine_loads(inputs, engine)
+    return {sid for load in loads for sid in load.sids} if loads else None
 
 
 def what_changed(a: CampaignFacts, b: CampaignFacts, engine: str) -> list[str]:

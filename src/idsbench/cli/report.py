@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from idsbench.cli import checks
+
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
@@ -26,6 +28,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def run(args: argparse.Namespace) -> int:
     from idsbench.report import write_report
 
+    checks.setup_kind("--baseline", args.baseline)
+    checks.positive("--cv-threshold", args.cv_threshold, "0.10")
     print(write_report(args.dir, baseline=args.baseline, cv_threshold=args.cv_threshold))
     if not args.no_index:
         from idsbench.analysis.publish import index_campaign

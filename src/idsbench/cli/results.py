@@ -10,6 +10,7 @@ from pathlib import Path
 from idsbench.analysis import case_table
 from idsbench.analysis.cases import DEFAULT_CV_THRESHOLD
 from idsbench.analysis.duet import with_duet
+from idsbench.cli import checks
 from idsbench.errors import SpecError
 from idsbench.report import duet_out, tables
 from idsbench.store.index_paths import DEFAULT_ROOT
@@ -22,7 +23,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "results", help="print the per-case results of a campaign, or of all indexed campaigns (--where)",
         description="Print one row per case of campaign DIR: medians over its ok samples with "
                     "confidence intervals of the median (their actual coverage, `ci_level`, depends on "
-                    "the sample count: 3 samples give 75%%, 95%% needs 6), the verdict counts of its "
+                    "the sample count: 3 samples give 75%, 95% needs 6), the verdict counts of its "
                     "samples (ok, invalid, failed, oom, incomplete), labels and warnings. Without DIR, "
                     "print the cases of every campaign in the result index (ROOT/index.duckdb, built by "
                     "`idsbench index`), filtered by --where; each row then also names its `campaign`.",
@@ -47,6 +48,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def run(args: argparse.Namespace) -> int:
+    checks.positive("--cv-threshold", args.cv_threshold, "0.10")
     if args.dir is None:
         return _from_index(args)
     if args.where is not None:

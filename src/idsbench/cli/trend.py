@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from idsbench.analysis.effect import DEFAULT_MIN_EFFECT_PCT
+from idsbench.cli import checks
 from idsbench.errors import SpecError
 from idsbench.store.index_paths import DEFAULT_ROOT, index_file
 
@@ -50,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         raise SpecError("give either --index DIR or campaign directories, not both.",
                         fix="drop --index to follow the directories given, or drop the directories.")
     metrics = tuple(args.metric or TREND_METRICS)
+    checks.metric_names("--metric", metrics)
     if args.dirs:
         cases, explain = from_dirs(args.dirs)
     else:

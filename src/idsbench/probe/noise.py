@@ -189,6 +189,15 @@ def measure_noise(cpus: Sequence[int] | None = None, piece_s: float = MIN_PIECE_
                       other_load_pct=other_load_pct(before, after, own_s, os.sysconf("SC_CLK_TCK")))
 
 
+def noise_warning(noise: NoiseProbe | None, precision: float) -> str | None:
+    """The warning a campaign on a host this noisy carries (None: quiet enough for `precision`)."""
+    loud = noise_exceeds(noise, precision)
+    if not loud:
+        return None
+    return (f"the host is noisier than the precision asked ({precision:.1%}): {'; '.join(loud)}. Results carry the "
+            f"label '{NOISY_LABEL}'; a repeated measurement may differ by as much.")
+
+
 def noise_exceeds(noise: NoiseProbe | None, precision: float) -> list[str]:
     """The figures of `noise` larger than the precision asked (a relative width), named."""
     if noise is None:

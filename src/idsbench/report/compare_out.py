@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import asdict
 
 from idsbench.analysis.compare import Comparison, MatchedCase, MetricDelta
+from idsbench.analysis.effect import LEVEL as REQUESTED
+from idsbench.analysis.effect import samples_for
 from idsbench.metrics import metric
 from idsbench.report import export
 from idsbench.report.table import Column, Figure, Measure, Table, Text, Value, table
@@ -16,10 +18,11 @@ ARROWS = {"higher": "▲ higher", "lower": "▼ lower", "same": "= same", "incon
 
 
 def verdict_text(d: MetricDelta) -> str:
-    """'▲ higher +12.3% [+10.1, +14.0] (worse)', '= same (±2%)', '? inconclusive: ~N samples/side'; ', paired'
-    when the effect came from per-round ratios."""
+    """'▲ higher +12.3% [+10.1, +14.0] 95% CI (worse)', '= same (±2%)', '? inconclusive +3.0% [-1.2, +7.0] 50% CI:
+    ~6 samples/side'; ', paired' when the effect came from per-round ratios. The CI's level is the one it was
+    computed at (analysis.effect.reached_level)."""
     arrow = ARROWS.get(d.verdict, d.verdict)
-    ci = f" [{d.effect_ci[0]:+.1f}, {d.effect_ci[1]:+.1f}]" if d.effect_ci else ""
+    ci = f" [{d.effect_ci[0]:+.1f}, {d.effect_ci[1]:+.1f}] {d.level:.0%} CI" if d.effect_ci else ""
     size = f" {d.effect_pct:+.1f}%{ci}" if d.effect_pct is not None else ""
     paired = ", paired" if d.paired else ""
     if d.verdict == "same":
@@ -70,9 +73,13 @@ def _header(cmp: Comparison) -> str:
     text += f"matched on: {', '.join(cmp.match_keys) or '(single case each)'}; {len(cmp.rows)} case(s)\n"
     min_effect = next((d.min_effect_pct for r in cmp.rows for d in r.metrics.values()), None)
     if min_effect is not None:
-        text += (f"verdicts: effect = ratio of medians with its 95% bootstrap CI (paired: median of the per-round "
-                 f"ratios, CI over rounds, where the samples ran interleaved); same = the CI within "
-                 f"±{min_effect:g}%, higher/lower = the CI excludes 0 and the effect is ≥ {min_effect:g}%\n")
+        levels = sorted({d.level for r in cmp.rows for d in r.metrics.values() if d.effect_ci is not None})
+        at = ", ".join(f"{x:.0%}" for x in levels) or "–"
+        text += (f"verdicts: effect = ratio of medians with its bootstrap CI (paired: median of the per-round "
+                 f"ratios, CI over rounds, where the samples ran interleaved) at {at}: the level each side's "
+                 f"samples reach ({REQUESTED:.0%} needs {samples_for(REQUESTED)} per side; below it no verdict, "
+                 f"only inconclusive); same = the CI within ±{min_effect:g}%, higher/lower = the CI excludes 0 "
+                 f"and the effect is ≥ {min_effect:g}%\n")
     if cmp.host_differs:
         text += f"host differs ({PROBE_FILE}, sensor.set):\n" + "".join(f"  {d}\n" for d in cmp.host_differs)
     return text

@@ -86,7 +86,8 @@ def engine_section(campaign: Campaign, rows: Sequence[CaseResult],
     if len({r.params.engine for r in rows}) < 2:
         return None
     rules = engine_rules(campaign.doc)
-    common = common_sids(rules)
+    rulesets = {r.params.rules for r in rows}
+    common = common_sids(rules, ruleset=rulesets.pop()) if len(rulesets) == 1 else None
     columns = [Column("setup", "setup"), Column("trace", "trace"), Column("rate", "rate"),
                Column("load", "load", "right"), Column("limits", "limits"), Column("engine", "engine"),
                Column("samples", "samples", "right"), metric_column("rules_loaded_share"),

@@ -8,13 +8,14 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from idsbench.analysis.overhead import Overhead
+from idsbench.analysis.overhead import Overhead, overhead_note
 from idsbench.analysis.stats import median
 from idsbench.report.figures_load import overhead_figure, throughput_figure, vs_load_figure
 from idsbench.report.figures_phases import phases_figure
 from idsbench.report.figures_search import recall_figure, repeats_figure, search_figure, waterfall_figure
 from idsbench.report.figures_sender import fidelity_figure, lateness_figure
 from idsbench.report.figures_time import cumulative_figure, time_figure
+from idsbench.report.fmt import ci_label
 from idsbench.report.style import FigureFile, save
 from idsbench.store.reader import Campaign
 from idsbench.store.schema import CaseResult
@@ -41,22 +42,23 @@ def build_figures(campaign: Campaign, rows: Sequence[CaseResult], colors: dict[s
                   overhead_rows: Sequence[Overhead] = ()) -> FigureSet:
     figs = FigureSet()
     ok_rows = [r for r in rows if r.samples]
+    ci = ci_label(r.ci_level for r in ok_rows)
     no_monitor = "no sample has a usable monitor.csv"
     figs.add(out_dir, "sensor_cpu_time", "Sensor CPU over time",
              "CPU used by the sensor's cgroup; 100% = one fully used core.",
              lambda: time_figure(campaign, ok_rows, colors, source="monitor", column="sensor_cpu_pct",
-                                 title="Sensor CPU over time (median, 95% CI)", ylabel="sensor CPU (% of one core)"),
+                                 title=f"Sensor CPU over time (median, {ci})", ylabel="sensor CPU (% of one core)"),
              no_monitor)
     figs.add(out_dir, "sensor_mem_time", "Sensor memory over time",
              "Memory charged to the sensor's cgroup.",
              lambda: time_figure(campaign, ok_rows, colors, source="monitor", column="sensor_mem_bytes",
-                                 title="Sensor memory over time (median, 95% CI)", ylabel="sensor memory (MiB)",
+                                 title=f"Sensor memory over time (median, {ci})", ylabel="sensor memory (MiB)",
                                  scale=MIB),
              no_monitor)
     figs.add(out_dir, "host_cpu_time", "Host CPU over time per setup at each load",
              "CPU busy on the whole host, 0-100% over all CPUs (sender, sensor, kernel, isolation layer).",
              lambda: time_figure(campaign, ok_rows, colors, source="monitor", column="host_cpu_pct",
-                                 title="Host CPU over time (median, 95% CI)", ylabel="host CPU (% of all CPUs)"),
+                                 title=f"Host CPU over time (median, {ci})", ylabel="host CPU (% of all CPUs)"),
              no_monitor)
     figs.add(out_dir, "packets_cumulative", "Cumulative captured, dropped and decoded packets and KiB decoded",
              "The sensor's own cumulative counters from its stats records.",
@@ -81,32 +83,36 @@ def _more_figures(figs: FigureSet, campaign: Campaign, rows: Sequence[CaseResult
                   colors: dict[str, str], out_dir: Path, baseline: str,
                   overhead_rows: Sequence[Overhead]) -> None:
     slow = slowest_setup(rows)
-    figs.add(out_dir, "host_cpu_time_without_slowest", f"Host CPU over time without the slowest setup ({slow})",
-             f"As above without {slow}, the setup with the highest host CPU, so the others can be told apart.",
+    ci = ci_label(r.ci_level for r in rows)
+    figs.add(out_dir, "host_cpu_time_without_slowest",
+             "Host CPU over time without the slowest setup" + (f" ({slow})" if slow else ""),
+             f"As above without {slow}, the setup with the highest host CPU, so the others can be told apart."
+             if slow else "",
              lambda: time_figure(campaign, [r for r in rows if r.params.setup != slow], colors, source="monitor",
-                                 column="host_cpu_pct", title=f"Host CPU over time without {slow} (median, 95% CI)",
+                                 column="host_cpu_pct", title=f"Host CPU over time without {slow} (median, {ci})",
                                  ylabel="host CPU (% of all CPUs)") if slow else None,
              "the campaign has a single setup, so there is no slowest one to leave out")
     figs.add(out_dir, "drop_ratio_load", "Drop ratio vs load",
              "Kernel drops in percent of captured packets (capture.kernel_drops / capture.kernel_packets); "
-             "error bars = 95% CI of the median.",
-             lambda: vs_load_figure(rows, colors, key="drop_ratio", title="Drop ratio vs load (median, 95% CI)",
+             f"error bars = {ci} of the median.",
+             lambda: vs_load_figure(rows, colors, key="drop_ratio", title=f"Drop ratio vs load (median, {ci})",
                                     ylabel="dropped (% of captured)", scale=0.01),
              "no case has counters")
     figs.add(out_dir, "sensor_cpu_load", "Sensor CPU vs load",
-             "Mean sensor CPU over the replay window; 100% = one core; error bars = 95% CI of the median.",
-             lambda: vs_load_figure(rows, colors, key="sensor_cpu_pct", title="Sensor CPU vs load (median, 95% CI)",
+             f"Mean sensor CPU over the replay window; 100% = one core; error bars = {ci} of the median.",
+             lambda: vs_load_figure(rows, colors, key="sensor_cpu_pct", title=f"Sensor CPU vs load (median, {ci})",
                                     ylabel="sensor CPU (% of one core)"),
              "no case has resource figures")
     figs.add(out_dir, "overhead_vs_baseline", f"Overhead of each setup vs {baseline}",
-             f"Contender minus {baseline} at the same trace, rate, load and limits; whiskers = 95% bootstrap CI.",
+             f"Contender minus {baseline} at the same trace, rate, load and limits; whiskers = bootstrap "
+             f"{ci_label(m.level for o in overhead_rows for m in o.metrics.values())} (the level the samples reach).",
              lambda: overhead_figure(overhead_rows, colors, baseline),
-             f"the campaign has no {baseline} cases or no other setup with matching cases")
+             overhead_note([r.params.setup for r in rows], baseline))
     figs.add(out_dir, "sent_rate_time", "Packets sent per second over time (measured)",
              "Transmitted packets per second on the sender's end of the wire (monitor sender_tx_pkts), "
              "per sample between checkpoints, then the median across samples.",
              lambda: time_figure(campaign, rows, colors, source="monitor", column="sender_tx_pkts",
-                                 title="Packets sent per second, measured at the sender (median, 95% CI)",
+                                 title=f"Packets sent per second, measured at the sender (median, {ci})",
                                  ylabel="packets per second", per_second=True),
              "no monitor.csv has a sender_tx_pkts column")
     figs.add(out_dir, "sender_fidelity", "Sender fidelity: requested vs achieved rate",

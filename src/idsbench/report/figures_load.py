@@ -9,6 +9,7 @@ from matplotlib.figure import Figure
 
 from idsbench.analysis.overhead import Overhead
 from idsbench.plan import trace_label
+from idsbench.report.fmt import ci_label
 from idsbench.report.style import LINESTYLES, finish_axes, grid, hide_unused, legend_once, new_figure, variant
 from idsbench.store.reader import Campaign
 from idsbench.store.schema import CaseResult
@@ -60,10 +61,12 @@ def vs_load_figure(rows: Sequence[CaseResult], colors: dict[str, str], *, key: s
 
 
 def overhead_figure(over: Sequence[Overhead], colors: dict[str, str], baseline: str) -> Figure | None:
-    """Grouped bars: per load, one bar per contender setup; whiskers = 95% bootstrap CI."""
+    """Grouped bars: per load, one bar per contender setup; whiskers = the bootstrap CI at the level the
+    samples reach."""
     if not over:
         return None
-    fig, axes = new_figure(2, 2, f"Overhead of each setup vs {baseline} (difference of medians, 95% CI)")
+    level = ci_label(m.level for o in over for m in o.metrics.values())
+    fig, axes = new_figure(2, 2, f"Overhead of each setup vs {baseline} (difference of medians, bootstrap {level})")
     flat = [a for r in axes for a in r]
     keys = sorted({(o.setup, variant(o.contender)) for o in over})
     loads = sorted({o.contender.replayers for o in over})

@@ -1,4 +1,4 @@
-"""Figures over time (seconds since replay start): per-checkpoint medians with their 95% CI band."""
+"""Figures over time (seconds since replay start): per-checkpoint medians with their CI band (the level the sample count reaches)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from idsbench.analysis.series import aligned
+from idsbench.report.fmt import ci_label
 from idsbench.report.style import (
     LINESTYLES,
     PanelKey,
@@ -93,7 +94,7 @@ def cumulative_figure(campaign: Campaign, rows: Sequence[CaseResult],
     multi_trace = len({k[0] for k in panels}) > 1
     multi_rate = len({k[1] for k in panels}) > 1
     fig, axes = new_figure(len(CUMULATIVE), len(panels),
-                           "Cumulative sensor counters (median over samples, 95% CI band)")
+                           f"Cumulative sensor counters (median over samples, {ci_label(r.ci_level for r in rows)} band)")
     plotted = False
     for c, (key, members) in enumerate(panels.items()):
         for r, (column, ylabel, scale) in enumerate(CUMULATIVE):

@@ -11,9 +11,10 @@ from idsbench import __version__
 from idsbench.analysis import case_table, overhead
 from idsbench.analysis.compare import MetricDelta
 from idsbench.analysis.duet import with_duet
-from idsbench.analysis.overhead import Overhead
+from idsbench.analysis.overhead import Overhead, overhead_note
 from idsbench.analysis.profile import case_profile
 from idsbench.analysis.search import HOST_MOVED, repeat_fields, sensor_cost
+from idsbench.analysis.warnings import campaign_warnings
 from idsbench.errors import InputError
 from idsbench.metrics import metric, number, search_metric
 from idsbench.plan import trace_label
@@ -74,14 +75,13 @@ def write_report(campaign_dir: Path | str, *, baseline: str = "baremetal",
         c=_meta(campaign), generated=time.strftime("%Y-%m-%d %H:%M:%S"), version=__version__,
         coverage_note=_coverage_note(rows), missing=missing_note(rows), colors=colors,
         results=tables.results_table(rows, colors),
-        warnings=[*campaign.warnings, *(w for r in rows for w in r.warnings)],
+        warnings=campaign_warnings(campaign, rows),
         cv_threshold=f"{cv_threshold:.0%}",
         figures=[{"name": f.name, "title": f.title, "caption": f.caption, "uri": f.data_uri()}
                  for f in figs.files],
         notes=figs.notes, baseline=baseline, engines=engine_section(campaign, rows, colors),
         overhead=_overhead_table(over, colors) if over else None,
-        overhead_note=(f"No overhead table: the campaign has no {baseline} cases, or no other setup with "
-                       f"matching trace, rate, load and limits."),
+        overhead_note=f"No overhead table: {overhead_note([r.params.setup for r in rows], baseline)}.",
         environment=_environment(campaign), host=_host(campaign.root), spec_json=json.dumps(
             campaign.doc.model_dump(mode="json", include={"spec", "inputs", "cases"}), indent=2),
         raw=_raw(campaign), campaign_file=CAMPAIGN_FILE, probe_file=PROBE_FILE,

@@ -13,15 +13,16 @@ from idsbench.campaign_settings import CampaignSettings
 from idsbench.plan import Case
 from idsbench.sensors.base import SensorEngine, SensorOptions
 from idsbench.sensors.rulesets import RuleSetLoad
-from idsbench.spec import DEFAULT_RULESET
+from idsbench.store.campaigndoc import rule_load_key
 from idsbench.store.layout import CampaignDir
 from idsbench.store.schema import TraceRecord
 from idsbench.traffic.rewrite import distinct_copy
 
 
 def options_key(engine: str, ruleset: str) -> str:
-    """`options`/`rule_loads` key: the engine name, or `engine ruleset` on a ruleset axis."""
-    return engine if ruleset == DEFAULT_RULESET else f"{engine} {ruleset}"
+    """`options`/`rule_loads` key: the engine name, or `engine ruleset` on a ruleset axis (the campaign
+    file's `inputs.rule_load` key, store.campaigndoc.rule_load_key)."""
+    return rule_load_key(engine, ruleset)
 
 
 @dataclass

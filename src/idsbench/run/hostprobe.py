@@ -10,7 +10,7 @@ from idsbench.errors import InputError, NoisyHost
 from idsbench.plan import Case
 from idsbench.probe.collect import collect
 from idsbench.probe.diff import diff, load
-from idsbench.probe.noise import NOISY_LABEL, measure_noise, noise_exceeds, piece_seconds
+from idsbench.probe.noise import measure_noise, noise_warning, piece_seconds
 from idsbench.probe.warnings import warnings as trap_warnings
 from idsbench.probemodel import NoiseProbe
 from idsbench.store.layout import PROBE_FILE, CampaignDir
@@ -41,15 +41,13 @@ def quietness(precision: float, sensor_cpus: list[int] | None, *, require_quiet:
     PIECES × the piece length, 6-12 s) and a warning naming each figure above `precision`; with
     `require_quiet` a noisy host is refused (NoisyHost)."""
     noise = measure_noise(sensor_cpus, piece_seconds(trial_s))
-    loud = noise_exceeds(noise, precision)
-    if not loud:
+    message = noise_warning(noise, precision)
+    if message is None:
         return noise, []
-    message = (f"the host is noisier than the precision asked ({precision:.1%}): {'; '.join(loud)}. Results "
-               f"carry the label '{NOISY_LABEL}'")
     if require_quiet:
-        raise NoisyHost(message + ".", fix="run when the host is quiet (stop other jobs, pin the sensor's CPUs), "
-                                           "widen search.precision, or drop --require-quiet.")
-    return noise, [message + "; a repeated measurement may differ by as much."]
+        raise NoisyHost(message, fix="run when the host is quiet (stop other jobs, pin the sensor's CPUs), "
+                                     "widen search.precision, or drop --require-quiet.")
+    return noise, [message]
 
 
 def record_probe(layout: CampaignDir, *, probe_suricata: bool, noise: NoiseProbe | None = None) -> list[str]:

@@ -318,10 +318,11 @@ class SensorSession:
         tl = timeline or self.timeline
         start_point = self._baseline()
         # A trial's idle use is probed before its replay; a sample's (stopped next) is what its quiet
-        # drain saw at the end, so nothing waits between the sensor's ready and the replay.
+        # drain saw at the end, and its idle rate over `timing.idle_window_s` before the replay (whole periods
+        # of the sensor's housekeeping: the fixed cost `sensor_us_per_pkt_net` takes out, idsbench.cpucost).
         idle_rate = self._idle_rate() if measure_cpu and not stop_after else None
-        pre_idle = self._idle_rate(deps.bench_pre_idle_s) if measure_cpu and stop_after and deps.bench_pre_idle_s > 0 \
-            else None
+        pre_idle_s = deps.bench_pre_idle_s or self.ctx.settings.timing.idle_window_s
+        pre_idle = self._idle_rate(pre_idle_s) if measure_cpu and stop_after and pre_idle_s > 0 else None
         before, filtered = deps.snapshot(self.wire), self.filter_drops()
         self.monitor.sample_now()  # a row exactly at replay start and end
         self.phase("replay")
@@ -349,7 +350,7 @@ class SensorSession:
             cpu = SensorCpu(idle_rate, cpu_start, cpu_end, cpu_drained, t_end - t_start, t_drained - t_end,
                             processed_s=processed[0] - t_start if processed else None,
                             at_processed=processed[1] if processed else None, pre_idle_rate=pre_idle,
-                            pre_idle_s=deps.bench_pre_idle_s if pre_idle is not None else None)
+                            pre_idle_s=pre_idle_s if pre_idle is not None else None)
         wire = wire_record(before, deps.snapshot(self.wire), impaired=self.ctx.settings.wire.impaired)
         end_point = drained.last
         self._last_point = end_point

@@ -1,5 +1,8 @@
 """The ground truth of detection: what the engine alerts on a case's traffic when it reads every
-packet offline (same rules, same config), per signature — the reference for `alert_recall`.
+packet offline (same rules, same config, and the live capture's detection-relevant settings: an engine's
+`offline_parity`, sensors/suricata/parity.py), per signature — the reference for `alert_recall`. The sids
+only one of the two configurations can fire are named in `GroundTruth.excluded_sids` (with why) and left
+out of the recall.
 
 One offline run per replayer's copy of the trace (distinct flows carry rewritten addresses, and rules
 may depend on them), summed; cached under `<cache>/truth/` by the digest of engine version, rules,
@@ -18,14 +21,14 @@ from pathlib import Path
 
 from idsbench.plan import Case
 from idsbench.run.context import CampaignContext
-from idsbench.run.facts import case_options
+from idsbench.run.facts import case_options, with_capture
 from idsbench.store import atomic
 from idsbench.store.environment import sha256_file
 from idsbench.store.layout import PREFLIGHT_DIR
 from idsbench.store.schema import GroundTruth
 from idsbench.store.writers import write_truth
 
-TRUTH_VERSION = 1
+TRUTH_VERSION = 2  # 2: Suricata's offline run takes the live checksum mode; exclusions cached beside the alerts
 
 
 def applies(case: Case) -> bool:
@@ -49,39 +52,50 @@ def case_truth(ctx: CampaignContext, case: Case, digest: Callable[[Path], str]) 
     started = time.monotonic()
     engine = ctx.engine(case)
     total: dict[int, int] = {}
+    excluded: dict[int, str] = {}
     shas = []
     for pcap in ctx.replay_paths(case):
         sha = digest(pcap)
         shas.append(sha)
-        alerts = _cached(ctx, case, pcap, sha, digest)
-        if alerts is None:
+        found = _cached(ctx, case, pcap, sha, digest)
+        if found is None:
             return None
+        alerts, left_out = found
         for sid, n in alerts.items():
             total[sid] = total.get(sid, 0) + n
+        excluded.update(left_out)
     return GroundTruth(case_id=case.case_id, engine=engine.name, engine_version=ctx.engine_versions[case.engine],
-                       traces=tuple(shas), alerts_by_sid=total,
+                       traces=tuple(shas), alerts_by_sid=total, excluded_sids=dict(sorted(excluded.items())),
                        packets=ctx.traces[case.trace].packets * case.replayers,
                        elapsed_s=round(time.monotonic() - started, 3))
 
 
 def _cached(ctx: CampaignContext, case: Case, pcap: Path, sha: str,
-            digest: Callable[[Path], str]) -> dict[int, int] | None:
-    engine, options = ctx.engine(case), case_options(ctx, case)
+            digest: Callable[[Path], str]) -> tuple[dict[int, int], dict[int, str]] | None:
+    """(alerts per sid, the sids only one configuration can fire with why) of one copy of the trace."""
+    # the case's capture method too: what the offline run mirrors (checksum mode, defrag) depends on it
+    engine, options = ctx.engine(case), with_capture(case_options(ctx, case), ctx.settings, case)
     h = hashlib.sha256(f"{TRUTH_VERSION}\0{engine.name}\0{ctx.engine_versions[case.engine]}\0{sha}".encode())
     for rule in options.rules:
         h.update(digest(rule).encode())
     h.update(json.dumps(sorted(options.overrides)).encode())
     if options.config_overlay is not None:
         h.update(digest(options.config_overlay).encode())
+    h.update(json.dumps([options.capture, options.capture_options]).encode())  # the live settings it mirrors
     path = ctx.cache_dir / "truth" / f"{h.hexdigest()[:32]}.json"
     try:
-        return {int(k): int(v) for k, v in json.loads(path.read_text()).items()}
-    except (OSError, ValueError, AttributeError):
+        doc = json.loads(path.read_text())
+        return ({int(k): int(v) for k, v in doc["alerts"].items()},
+                {int(k): str(v) for k, v in doc["excluded"].items()})
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
         pass
     work = ctx.layout.root / PREFLIGHT_DIR / f"truth-{sha[:12]}"
     work.mkdir(parents=True, exist_ok=True)
     alerts = engine.offline_alerts(pcap, options, work)
     if alerts is None:
         return None
-    atomic.write_json(path, {str(k): v for k, v in sorted(alerts.items())})
-    return alerts
+    parity = getattr(engine, "offline_parity", None)  # engines whose offline run cannot match every live setting
+    excluded: dict[int, str] = parity(options, work).excluded(alerts, options.rules) if callable(parity) else {}
+    atomic.write_json(path, {"alerts": {str(k): v for k, v in sorted(alerts.items())},
+                             "excluded": {str(k): v for k, v in excluded.items()}})
+    return alerts, excluded

@@ -13,31 +13,20 @@ else:  # Python 3.10: the same parser, as the tomli package
     import tomli as tomllib
 
 from pydantic import ValidationError
-from pydantic_core import ErrorDetails
 
 from idsbench import legacy
 from idsbench.errors import InputError, SpecError
 from idsbench.spec.duet import check_duet
+from idsbench.spec.messages import error_lines
 from idsbench.spec.model import Spec
-
-
-def _location(err: ErrorDetails) -> str:
-    return ".".join(str(p) for p in err["loc"] if not str(p).startswith(("function-", "list[")))
 
 
 def spec_from_dict(data: Mapping[str, object], *, source: str = "spec", base_dir: Path = Path(".")) -> Spec:
     try:
         spec = Spec.model_validate({**data, "base_dir": base_dir})
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            where = _location(err) or "(top level)"
-            msg = err["msg"].removeprefix("Value error, ")
-            if err["type"] == "extra_forbidden":
-                msg = "unknown key (check the spelling; see examples/quick.toml for the keys)"
-            lines.append(f"{where}: {msg}")
         raise SpecError(
-            f"{source} is not a valid idsbench spec: " + "; ".join(lines) + ".",
+            f"{source} is not a valid idsbench spec: " + "; ".join(error_lines(exc, data, Spec)) + ".",
             fix="correct those keys; examples/quick.toml shows every section.",
         ) from exc
     check_duet(spec)  # a duet that cannot run is refused at load, naming the fix

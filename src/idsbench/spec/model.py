@@ -70,7 +70,8 @@ class Rate(_Frozen):
     @model_validator(mode="after")
     def _positive(self) -> Rate:
         if self.kind in ("multiplier", "mbps", "pps") and (self.value is None or self.value <= 0):
-            raise ValueError(f"rate {self.kind} must be a positive number, got {self.value!r}")
+            got = "nothing" if self.value is None else f"{self.value:g}"
+            raise ValueError(f"rate {self.kind} must be a positive number, got {got}")
         return self
 
     @property
@@ -415,6 +416,10 @@ class Timing(_Frozen):
                                     "and the sample fails.")
     stop_timeout_s: float = Field(60.0, gt=0, description="How long a graceful stop of the sensor may take before "
                                   "it is killed.")
+    idle_window_s: float = Field(1.0, ge=0, le=60, description="The sensor's idle CPU rate is read over this window "
+                                 "before each sample's replay (whole periods of its housekeeping: Suricata wakes every "
+                                 "1 s and 100 ms; 1 s is one whole period of each and adds 1 s to every sample) for the "
+                                 "CPU per packet without it, sensor_us_per_pkt_net; 0: not read, no net figure.")
 
 
 class Hosts(_Frozen):

@@ -26,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from idsbench.spec import Spec
+from idsbench.spec import DEFAULT_RULESET, Spec
 from idsbench.store.record import Record
 from idsbench.store.schema import PerSecond, PlannedCase, RunOrderRecord, TraceRecord
 
@@ -115,6 +115,18 @@ class RuleSetInput(Record):
     share: float = 1.0
     method: str = "as-is"
     reasons: tuple[tuple[str, int], ...] = ()   # why rules were not loaded (the most frequent 20)
+
+
+def rule_load_key(engine: str, ruleset: str = DEFAULT_RULESET) -> str:
+    """`inputs.rule_load`'s key for an engine and a ruleset: the engine's name, or `engine ruleset` for a
+    named ruleset (a ruleset axis, a duet's two rule files, a trace's own rules)."""
+    return engine if ruleset == DEFAULT_RULESET else f"{engine} {ruleset}"
+
+
+def split_rule_load_key(key: str) -> tuple[str, str]:
+    """(engine, ruleset) of an `inputs.rule_load` key (engine names hold no space)."""
+    engine, _, ruleset = key.partition(" ")
+    return engine, ruleset or DEFAULT_RULESET
 
 
 class RuleLoadInput(Record):

@@ -22,8 +22,8 @@ from dataclasses import asdict, dataclass
 from pydantic import JsonValue
 
 from idsbench.probemodel import HostProbe
-from idsbench.spec import Spec
-from idsbench.store.campaigndoc import CampaignDoc, Environment, Inputs
+from idsbench.spec import DEFAULT_RULESET, Spec
+from idsbench.store.campaigndoc import CampaignDoc, Environment, Inputs, rule_load_key
 from idsbench.store.schema import CaseParams, CaseResult
 
 SOFTWARE_PARTS = ("build", "rules_digest", "rules_count", "config_digest", "set_digest")
@@ -75,12 +75,18 @@ def _build(doc: CampaignDoc, engine: str, campaign: str) -> str:
     return f"{info.version}/{_digest(info.record(), 8)}"
 
 
-def _rules(doc: CampaignDoc, engine: str, campaign: str) -> tuple[str, str]:
+def _rules(doc: CampaignDoc, engine: str, ruleset: str, campaign: str) -> tuple[str, str]:
+    """(digest of the rule files, rules in them) of the case's ruleset: every rule file of a campaign with
+    one ruleset; a named ruleset's own files (those its `inputs.rule_load` entry names), digested with its name."""
     files = doc.inputs.rules
     if files is None or not all(f.sha256 for f in files):
         return _unknown(campaign), _unknown(campaign)
-    digest = _digest(sorted(f.sha256 for f in files))
-    load = doc.inputs.rule_load.get(engine)
+    load = doc.inputs.rule_load.get(rule_load_key(engine, ruleset))
+    if ruleset == DEFAULT_RULESET:
+        digest = _digest(sorted(f.sha256 for f in files))
+    else:
+        mine = {s.path for s in load.sets} if load is not None else set()
+        digest = _digest([ruleset, sorted(f.sha256 for f in files if f.path in mine)])
     return digest, str(load.rules) if load is not None else _unknown(campaign)
 
 
@@ -132,7 +138,7 @@ def host_digest(doc: CampaignDoc, probe: HostProbe | None, campaign: str) -> str
 def case_key(doc: CampaignDoc, params: CaseParams, probe: HostProbe | None, campaign: str) -> CaseKey:
     """The key of one case of a campaign (`campaign`: its id, used only for unknown parts)."""
     engine = params.engine
-    rules_digest, rules_count = _rules(doc, engine, campaign)
+    rules_digest, rules_count = _rules(doc, engine, params.rules, campaign)
     load = (f"{params.rate} x{params.replayers} loops={params.loops} duration={params.duration_s} "
             f"flows={params.flows} sender={params.sender}")
     return CaseKey(

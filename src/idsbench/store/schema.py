@@ -466,6 +466,9 @@ class GroundTruth(Record):
     alerts_by_sid: dict[int, int] = Field(default_factory=dict)
     packets: int = 0
     elapsed_s: float = 0.0
+    # sids only one of the two configurations can fire (the offline run cannot mirror a live setting: the
+    # kernel's checksum marks, its IPv4 defrag), with why: left out of the recall (run/truth.py)
+    excluded_sids: dict[int, str] = Field(default_factory=dict)
 
 
 class RunOrderRecord(Record):
@@ -516,6 +519,8 @@ CASE_METRICS = ("trace_pkts", "sent_pkts", "captured_pkts", "dropped_pkts", "dec
                 "overhead_s",
                 # what a packet cost the sensor (its cgroup's CPU time; PMU counts where visible)
                 "sensor_us_per_pkt", "sensor_instr_per_pkt", "sensor_cycles_per_pkt",
+                # … without its idle housekeeping over the span (the idle rate before the replay: idsbench.cpucost)
+                "sensor_us_per_pkt_net",
                 # a VM's host-side memory: qemu's peak VmRSS, and VmLck + VmPin (setups vm, vm-vfio)
                 "host_mem_bytes", "host_mem_locked_bytes")
 
@@ -555,6 +560,7 @@ class CaseResult(Record):
     engine_version: str | None = None        # what the sensor binary reported (`engine` is the spec's name)
     engines: EngineFigures | None = None     # the engine's rule share (None: not computed)
     alerts_by_sid: dict[int, Number] = Field(default_factory=dict)  # per signature: median alerts (ok samples)
+    recall_excluded_sids: dict[int, str] = Field(default_factory=dict)  # left out of alert_recall, with why
     sensor_threads: int | None = None  # the worker threads the sensor ran (as it reported; else as asked)
     host_side: HostSideFigures | None = None  # [profile]: the host's side of a VM/container (None: not profiled)
     duet_side: str | None = None  # mode = "duet": the side ("a" or "b") this case ran as (analysis.duet)
@@ -580,6 +586,8 @@ class CaseResult(Record):
         if self.engines is not None:
             out.update(self.engines.row())
         out["alerts_by_sid"] = {str(sid): _tidy(n) for sid, n in sorted(self.alerts_by_sid.items())}
+        if self.recall_excluded_sids:
+            out["alert_recall_excluded_sids"] = {str(sid): why for sid, why in sorted(self.recall_excluded_sids.items())}
         out["capture"] = self.capture if self.capture is not None else self.params.capture
         out["capture_options"] = dict(self.capture_options)
         out["waterfall_capture"] = {k: _tidy(v) for k, v in sorted(self.capture_drops.items())}

@@ -30,6 +30,7 @@ from idsbench.errors import EnvironmentMissing, InputError, SensorFailed, SpecEr
 from idsbench.sensors import rulesets
 from idsbench.sensors.base import CounterPoint, Counters, EventLogIntegrity, SensorOptions
 from idsbench.sensors.suricata import log as slog
+from idsbench.sensors.suricata import parity
 from idsbench.sensors.suricata.build import source_dir
 from idsbench.sensors.suricata.capture import CAPTURE
 from idsbench.sensors.suricata.config import (
@@ -557,12 +558,31 @@ class Suricata:
             bypass_settings=bypass_settings(bypass, program),
         )
 
+    def offline_parity(self, options: SensorOptions, workdir: Path,
+                       timeout_s: float = CONFIG_TEST_TIMEOUT_S) -> parity.OfflineParity:
+        """How `suricata -r` matches a live sample with these options (sensors/suricata/parity.py): the live
+        capture's settings as Suricata reads the config a sample renders (`--dump-config`)."""
+        run = self.prepare(Path(workdir), "lo", dataclasses.replace(options, bypass=None))
+        cp = self._run([a for a in run.argv[1:] if not a.endswith("=lo")] + ["--dump-config"], timeout=timeout_s)
+        if cp.returncode != 0:
+            lines = (cp.stdout + "\n" + cp.stderr).splitlines()
+            raise SensorFailed(f"`suricata --dump-config` failed (exit {cp.returncode}):\n  "
+                               + "\n  ".join(slog.error_lines(lines) or lines[-5:]),
+                               fix="check the rules and config with `idsbench run` preflight messages.")
+        return parity.offline_parity(parity.live_capture(parity.parse_dump(cp.stdout), options.capture or "af-packet",
+                                                         "lo"))
+
     def offline_alerts(self, pcap: Path, options: SensorOptions, workdir: Path,
                        timeout_s: float = CONFIG_TEST_TIMEOUT_S) -> dict[int, int]:
         """Alerts per sid when Suricata reads `pcap` offline with the run's rules and config (`-r`,
-        every packet processed: the ground truth of detection)."""
+        every packet processed: the ground truth of detection), with the live capture's checksum mode
+        (`offline_parity`)."""
+        match = self.offline_parity(options, workdir, timeout_s)
         run = self.prepare(Path(workdir), "lo", dataclasses.replace(options, bypass=None))
-        args = [a for a in run.argv[1:] if not a.endswith("=lo")] + ["-r", str(pcap), "--runmode", "single"]
+        args = [a for a in run.argv[1:] if not a.endswith("=lo")]
+        for key, value in match.sets.items():
+            args += ["--set", f"{key}={value}"]
+        args += ["-r", str(pcap), "--runmode", "single"]
         cp = self._run(args, timeout=timeout_s)
         if cp.returncode != 0:
             lines = (cp.stdout + "\n" + cp.stderr).splitlines()
