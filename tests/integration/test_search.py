@@ -80,16 +80,6 @@ def repeated(tmp_path_factory, need_root, cache_dir, costly_rules_module) -> tup
     return out, list(results)
 
 
-@pytest.fixture(scope="module")
-def costly_rules_module(tmp_path_factory) -> Path:
-    """The costly_rules fixture's file, for a module-scoped campaign."""
-    rules = tmp_path_factory.mktemp("rules") / "costly.rules"
-    rules.write_text("".join(
-        f'alert tcp any any -> any any (msg:"idsbench cost {i}"; pcre:"/[a-z]{{3}}[0-9]{{2}}q{i}x/i"; '
-        f"sid:{1999000 + i}; rev:1;)\n" for i in range(400)))
-    return rules
-
-
 def test_three_repeated_searches_report_their_spread(repeated):
     """`search.repeats = 3`, per capture method: what this loaded, shared 2-core VM can keep — and each check
     can fail: every repeat converged (its relevant bounds within the precision asked, the lower bound below the
