@@ -51,20 +51,22 @@ REPEATS = 3
 # Where a test is about the repeats' mechanism (each converged to the precision it asked, the median, its CI),
 # not a figure: a coarse precision needs fewer halvings (the ±5% repeatability is benchmarks/bench_search.py's).
 REPEATS_PRECISION = 0.2
+TOP_PPS = 40000  # the repeated searches' top: well above the sensor's ~10k pps, below the sender's ceiling
 
 
 @pytest.fixture(scope="module")
 def repeated(tmp_path_factory, need_root, cache_dir, costly_rules_module) -> tuple[Path, list[SearchResult]]:
     """One search campaign for the repeats and the capture axis: `search.repeats = 3` over two capture methods
     of one compute-bound case (a third of a CPU, ~25 µs a packet with 400 PCRE rules, ~10k pps) — six whole
-    searches, a fresh sensor each, on the MLRsearch controller, the sender's ceiling measured once (a topspeed
-    rate). Its own state dir, checked empty afterwards."""
+    searches, a fresh sensor each, on the MLRsearch controller, under a fixed top of TOP_PPS (no sender's
+    ceiling to measure: its sharing by the repeats is test_search_sender.py's). Its own state dir, checked
+    empty afterwards."""
     base = tmp_path_factory.mktemp("repeated")
     state = base / "state"
     state.mkdir()
     spec = spec_from_dict({"name": "rep",
                            "traffic": {"traces": ["builtin:mixed?packets=20000"], "replayers": [1],
-                                       "rate": "topspeed"},
+                                       "rate": {"pps": TOP_PPS}, "sender": "native"},
                            "setup": {"cpus": 0.3},
                            "sensor": {**RING, "rules": [str(costly_rules_module)], "capture": METHODS},
                            "search": {"repeats": REPEATS, "precision": REPEATS_PRECISION, **SHORT_TRIALS}})
@@ -83,7 +85,7 @@ def repeated(tmp_path_factory, need_root, cache_dir, costly_rules_module) -> tup
 def test_three_repeated_searches_report_their_spread(repeated):
     """`search.repeats = 3`, per capture method: what this loaded, shared 2-core VM can keep — and each check
     can fail: every repeat converged (its relevant bounds within the precision asked, the lower bound below the
-    sender's ceiling), its conditional throughput lies within its relevant bounds, the reported NDR is the
+    top offered), its conditional throughput lies within its relevant bounds, the reported NDR is the
     median of the repeats and the row carries their CI at its level; the spread is printed (the ±5%
     repeatability is the benchmark's, with its figure: benchmarks/bench_search.py --repeatability)."""
     out, results = repeated
@@ -97,7 +99,7 @@ def test_three_repeated_searches_report_their_spread(repeated):
             (ndr,) = rep.results
             assert ndr.relevant_lower is not None and ndr.relevant_upper is not None, (rep, result.notes)
             assert ndr.relevant_upper / ndr.relevant_lower - 1 <= REPEATS_PRECISION * 1.5, rep  # MLRsearch's grid
-            assert result.sender_ceiling_pps and ndr.relevant_lower < result.sender_ceiling_pps
+            assert ndr.relevant_lower < TOP_PPS and not ndr.lower_bound  # the sensor was the limit, not the top
             assert ndr.conditional_pps is not None and ndr.conditional_pps <= ndr.relevant_lower + 0.001
             assert rep.ndr_pps == ndr.value_pps and rep.elapsed_s <= 180, rep
             ndrs.append(ndr.relevant_lower)
@@ -108,8 +110,8 @@ def test_three_repeated_searches_report_their_spread(repeated):
         mid = sorted(ndrs)[1]
         assert row["ndr_pps"] == pytest.approx(mid) and row["search_repeats"] == REPEATS
         assert row["ndr_repeats"] == [pytest.approx(x, rel=1e-6) for x in ndrs]
-        # the repeats share the sender's ceiling, hence MLRsearch's load grid, and often land on one grid point:
-        # the CI of their median takes each within its bounds, [lowest NDR, highest failing load] with 3 repeats
+        # the repeats share the top, hence MLRsearch's load grid, and often land on one grid point: the CI of
+        # their median takes each within its bounds, [lowest NDR, highest failing load] with 3 repeats
         ci = row["ndr_ci"]
         assert ci is not None and row["ndr_ci_level"] > 0
         assert ci[0] == pytest.approx(min(ndrs), abs=1e-3) and ci[1] == pytest.approx(max(uppers), abs=1e-3)
