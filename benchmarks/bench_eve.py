@@ -19,6 +19,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from common import finish
 from idsbench.sensors.suricata.eve import scan_eve
 
 _J = {"separators": (",", ":")}
@@ -167,7 +168,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"idsbench eve reader : {mb / ours:8.1f} MB/s ({ours:.2f} s)")
         print(f"json.loads per line : {mb / theirs:8.1f} MB/s ({theirs:.2f} s)")
         print(f"speed-up            : {theirs / ours:8.1f}x  (target >= 5x)   counts agree: {ok}")
-        return 0 if ok else 1
+        misses = [] if ok else ["the readers' counts differ"]
+        if theirs / ours < 5:
+            misses.append(f"speed-up {theirs / ours:.1f}x < 5x")
+        return finish(misses)
 
 
 if __name__ == "__main__":

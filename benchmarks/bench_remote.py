@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import finish
 from idsbench.run.campaign import run_campaign
 from idsbench.spec import spec_from_dict
 from idsbench.store.layout import HOSTS_FILE
@@ -103,7 +104,7 @@ def main() -> int:
         finally:
             if own_lab:
                 cli(["lab", "down", "--name", "ibbench"])
-    return 0
+    return finish([] if added < TARGET_S else [f"remote adds {added:+.2f} s per sample (target < {TARGET_S:.0f} s)"])
 
 
 if __name__ == "__main__":

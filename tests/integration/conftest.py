@@ -94,15 +94,25 @@ def state_dir(tmp_path):
 PAUSE_RIDING_RING = {"af-packet.0.ring-size": 16384}
 
 
-@pytest.fixture
-def costly_rules(tmp_path) -> Path:
+def write_costly_rules(rules: Path) -> Path:
     """400 content-less PCRE rules: every TCP packet costs the sensor tens of µs, so a modest,
     steady rate (easy for the sender) needs a known share of a core (~38% at 30k pps here)."""
-    rules = tmp_path / "costly.rules"
     rules.write_text("".join(
         f'alert tcp any any -> any any (msg:"idsbench cost {i}"; pcre:"/[a-z]{{3}}[0-9]{{2}}q{i}x/i"; '
         f"sid:{1999000 + i}; rev:1;)\n" for i in range(400)))
     return rules
+
+
+@pytest.fixture
+def costly_rules(tmp_path) -> Path:
+    """write_costly_rules' file, for one test."""
+    return write_costly_rules(tmp_path / "costly.rules")
+
+
+@pytest.fixture(scope="module")
+def costly_rules_module(tmp_path_factory) -> Path:
+    """write_costly_rules' file, for a module's campaign."""
+    return write_costly_rules(tmp_path_factory.mktemp("rules") / "costly.rules")
 
 
 def sample_figures_of(campaign_dir: Path) -> dict[tuple[str, int], SampleFigures]:

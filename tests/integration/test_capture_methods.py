@@ -14,6 +14,11 @@ drain may give up on them ("undrained", 0 unprocessed: 5-6 of 8 per run); their 
 under overload (a CPU quota of a tenth of a core and costly rules), the loss waterfall closing for every method:
 sent = decoded + every drop point, nothing unaccounted, each method's own drop points recorded.
 
+The Suricata campaign also answers the engine axis (issue 21, formerly its own campaign in
+test_suricata_builds.py): the distribution's Suricata and the 8.0.6 source build named with their versions in
+the summaries, the results rows and campaign.json (the build's source digest and configure flags), and the
+report's "Builds compared".
+
 Needs root, tcpreplay/ip/ethtool/suricata, podman (or docker) with the container image (built once into the
 cache, see test_container_setups.py), the Suricata 8.0.6 build (`make suricata-src`; built on first
 use otherwise, ~10 min), the Snort build (`make snort`) and ../shared/data/pcaps;
@@ -32,6 +37,7 @@ import pytest
 from idsbench import settings
 from idsbench.accounting import waterfall_of
 from idsbench.analysis import case_table
+from idsbench.report import write_report
 from idsbench.run.campaign import run_campaign
 from idsbench.sensors.snort import Snort
 from idsbench.spec import spec_from_dict
@@ -107,17 +113,54 @@ def _exact(spec_doc: dict[str, object], tmp_path: Path, state_dir: Path) -> dict
     return seen
 
 
-def test_every_suricata_method_is_exact_on_a_shared_capture(tmp_path: Path, state_dir: Path):
+SURICATA_METHODS = ["af-packet", "af-packet-v2", "af-xdp", "pcap"]
+SURICATAS = ["suricata", "suricata@8.0.6"]  # 7.0.10 and 8 (AF_XDP from libxdp/libbpf in its build)
+BUILD = "suricata@8.0.6"
+
+
+@pytest.fixture(scope="module")
+def suricata_campaign(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[Key, object]]:
+    """One campaign for the module's Suricata tests: every method, both versions, both kinds, 1X and 4X.
+    Its own state dir, checked empty afterwards (as the state_dir fixture does for one test)."""
     _needs()
     _needs_container()
-    methods = ["af-packet", "af-packet-v2", "af-xdp", "pcap"]
-    engines = ["suricata", "suricata@8.0.6"]  # 7.0.10 and 8 (AF_XDP from libxdp/libbpf in its build)
+    base = tmp_path_factory.mktemp("capture-suricata")
+    state = base / "state"
+    state.mkdir()
     seen = _exact({**BASE, "name": "capture-suricata",
-                   "sensor": {"engine": engines, "capture": methods, "ground_truth": False,
-                              "capture_options": {"pcap": {"buffer-size": 16 * 1024 * 1024}}}}, tmp_path, state_dir)
+                   "sensor": {"engine": SURICATAS, "capture": SURICATA_METHODS, "ground_truth": False,
+                              "capture_options": {"pcap": {"buffer-size": 16 * 1024 * 1024}}}}, base, state)
+    assert not list(state.glob("*.json")), "the campaign left resources in its state file"
+    return base / "capture-suricata", seen
+
+
+def test_every_suricata_method_is_exact_on_a_shared_capture(suricata_campaign: tuple[Path, dict[Key, object]],
+                                                            tmp_path: Path):
+    _out, seen = suricata_campaign
     packets = read_info(TRACE, cache_dir=tmp_path / "info").packets
-    assert seen == {(e, m, k, n): (n * packets, 0, m) for e in engines for m in methods for k in KINDS
+    assert seen == {(e, m, k, n): (n * packets, 0, m) for e in SURICATAS for m in SURICATA_METHODS for k in KINDS
                     for n in REPLAYERS}, seen
+
+
+def test_installed_and_built_suricata_are_named_and_compared(suricata_campaign: tuple[Path, dict[Key, object]]):
+    """The engine axis (the distribution's Suricata and the 8.0.6 build) in the same campaign: each sample and
+    results row names its version, campaign.json records what the build was made of, the report compares
+    them (per method, kind and load)."""
+    out, _seen = suricata_campaign
+    versions: dict[str, set[str]] = {}
+    for s in _summaries(out):
+        versions.setdefault(s.case.engine, set()).add(s.sensor.version or "")
+    assert versions[BUILD] == {"8.0.6"} and len(versions["suricata"]) == 1 and versions["suricata"] != {"8.0.6"}, \
+        versions
+    (installed,) = versions["suricata"]
+    rows = {(r.params.engine, r.to_row()["engine_version"]) for r in case_table(load_campaign(out))}
+    assert rows == {(BUILD, "8.0.6"), ("suricata", installed)}, rows
+    doc = json.loads((out / "campaign.json").read_text())
+    built = doc["environment"]["engines"][BUILD]
+    assert built["source_sha256"] == "895234a17c5f6bea0657f9b23e7efbc287682253869efa1a5c3f422c99ae831a"
+    assert "--enable-profiling-rules" in built["configure_flags"] and built["build_id"]
+    html = write_report(out).read_text()
+    assert "Builds compared" in html and f"{BUILD} (8.0.6)" in html and f"suricata ({installed})" in html
 
 
 def test_snorts_afpacket_and_pcap_daqs_are_exact(tmp_path: Path, state_dir: Path):

@@ -166,34 +166,29 @@ def _sample_dir_of(out: Path, kind: str) -> Path:
     raise AssertionError(f"no sample of {kind}")
 
 
-@pytest.mark.parametrize("runtime", ["podman", "docker"])
-def test_memory_limit_below_need_is_a_recorded_oom(tmp_path, state_dir, persistent_cache, pcaps,
-                                                   no_leftovers, runtime):
-    """Suricata with its bundled rules needs ~47 MiB: 20 MiB is killed while loading them."""
-    _need(runtime)
-    result, summaries, _out, elapsed = _campaign(
-        tmp_path, state_dir, persistent_cache, kinds=["container"], runtime=runtime,
-        trace=pcaps / SMTP, traffic={"rate": {"pps": 1000}}, setup={"memory": ["20m"]},
-        sensor={"ready_timeout_s": 60})
-    s = summaries["container"]
-    assert s["status"] == "oom", s
-    assert s["sensor_oom_kills"] == 1
-    assert elapsed < 90, f"an OOM must fail fast, took {elapsed:.0f} s"
-
-
 # ET Open in a podman container under 128 MiB ends as `oom` (and fast): checked in the campaign of
 # test_memory_starvation.py, which runs that very case beside bare metal and 1 GiB.
 
 
 @pytest.mark.parametrize("runtime", ["podman", "docker"])
-def test_cpu_limit_makes_drops_that_add_up(tmp_path, state_dir, persistent_cache, pcaps, no_leftovers,
-                                           runtime):
+def test_limits_below_need_oom_and_drop(tmp_path, state_dir, persistent_cache, pcaps, no_leftovers, runtime):
+    """One campaign per runtime, 0.2 CPU at topspeed with two memory limits: 20 MiB is killed while Suricata
+    loads its bundled rules (it needs ~47 MiB) — a recorded, fast OOM; with 1 GiB the CPU limit makes drops
+    that add up."""
     _need(runtime)
-    _result, summaries, _out, _elapsed = _campaign(
+    _result, summaries, out, _elapsed = _campaign(
         tmp_path, state_dir, persistent_cache, kinds=["container"], runtime=runtime,
         trace=pcaps / ALERTING, traffic={"replayers": [1], "rate": "topspeed", "loops": 300},
-        setup={"cpus": [0.2]})
-    s = summaries["container"]
+        setup={"cpus": [0.2], "memory": ["20m", "1g"]}, sensor={"ready_timeout_s": 60})
+    by_memory = {json.loads(p.read_text())["case"]["memory"]: json.loads(p.read_text())
+                 for p in out.glob("cases/*/s0/summary.json")}
+    assert set(by_memory) == {"20m", "1g"}, sorted(by_memory)
+    oom = by_memory["20m"]
+    assert oom["status"] == "oom", oom
+    assert oom["sensor_oom_kills"] == 1
+    took = oom["finished_unix"] - oom["started_unix"]
+    assert took < 90, f"an OOM must fail fast, took {took:.0f} s"
+    s = by_memory["1g"]
     c = s["sensor"]["counters"]
     assert s["status"] == "ok", s
     assert c["dropped_pkts"] > 0, c

@@ -44,6 +44,7 @@ rate = {{ pps = 1000 }}
 [sensor]
 rules = ["{ET_OPEN}"]
 ready_timeout_s = 180
+ground_truth = false  # the offline recall run (ET Open loaded once more, ~15 s) is not what this shows
 [setup]
 kinds = ["baremetal", "container"]
 runtime = "podman"

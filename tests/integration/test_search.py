@@ -1,6 +1,6 @@
 """`idsbench search` with the real Suricata and tcpreplay on the MLRsearch controller: repeated
-searches with their spread, NDR and PDR on a real capture, the minimum-CPU search, and the loss waterfall under an
-emulated lossy tap (netem)."""
+searches with their spread over a searched capture axis (one campaign), NDR and PDR on a real capture, the
+minimum-CPU search, and the loss waterfall under an emulated lossy tap (netem)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,7 @@ RING = {"set": {"af-packet.0.ring-size": 32768}}
 # verification, the accounting), not a figure: 1-s trials, one decides a load's bound (the exceed ratio
 # 0.5 of 2 trial seconds), a 2-s verification — as the duet search test runs this same CPU-bound case.
 SHORT_TRIALS = {"trial_s": 1, "initial_trial_s": 0.5, "duration_sum": 2, "final_s": 2}
-# The repeats and the real-capture tests check that a search converges to the precision it asked, not a
-# figure: a coarser one needs fewer halvings (the ±5% repeatability is benchmarks/bench_search.py's).
+# The real-capture test checks that a search converges to the precision it asked, not a figure.
 PRECISION = 0.1
 
 
@@ -47,81 +46,99 @@ def _ndr(result: SearchResult) -> float:
     return r.value
 
 
-def test_three_repeated_searches_report_their_spread(tmp_path, state_dir, cache_dir, costly_rules):
-    """`search.repeats = 3`: three whole searches of one compute-bound case (a third of a CPU, ~25 µs a
-    packet with 400 PCRE rules, ~10k pps), a fresh sensor each, on the MLRsearch controller. What this
-    loaded, shared 2-core VM can keep — and each check can fail: every repeat converged (its relevant
-    bounds within the precision asked, the lower bound below the sender's ceiling), its conditional
-    throughput lies within its relevant bounds, the reported NDR is the median of the repeats and the
-    row carries their CI at its level; the spread is printed (the ±5% repeatability is the benchmark's,
-    with its figure: benchmarks/bench_search.py --repeatability)."""
-    traffic = {"traces": ["builtin:mixed?packets=20000"], "replayers": [1], "rate": "topspeed"}
-    name = "rep"
-    spec = spec_from_dict({"name": name, "traffic": traffic, "setup": {"cpus": 0.3},
-                           "sensor": {**RING, "rules": [str(costly_rules)]},
-                           "search": {"repeats": 3, "precision": PRECISION, **SHORT_TRIALS}})
-    (result,) = search_campaign(spec, tmp_path / name, state_dir=state_dir, cache_dir=cache_dir,
-                                name_prefix=TEST_PREFIX).results
-    for t in result.trials:
-        print(f"repeat {t.repeat} t{t.index}: {t.value:,.0f} pps {t.intended_duration_s} s, loss "
-              f"{t.waterfall.loss_ratio if t.waterfall else None}, behind {t.behind_pkts}, "
-              f"{t.sensor_us_per_pkt} µs/pkt{'' if t.accounted else ', did not add up'}")
-    print(result.notes)
-    assert len(result.repeats) == 3 and result.goals is not None and result.goals.exceed_ratio == 0.5
-    ndrs: list[float] = []
-    uppers: list[float] = []
-    for rep in result.repeats:
-        (ndr,) = rep.results
-        assert ndr.relevant_lower is not None and ndr.relevant_upper is not None, (rep, result.notes)
-        assert ndr.relevant_upper / ndr.relevant_lower - 1 <= PRECISION * 1.5, rep   # MLRsearch's rounded grid
-        assert result.sender_ceiling_pps and ndr.relevant_lower < result.sender_ceiling_pps
-        assert ndr.conditional_pps is not None and ndr.conditional_pps <= ndr.relevant_lower + 0.001
-        assert rep.ndr_pps == ndr.value_pps and rep.elapsed_s <= 180, rep
-        ndrs.append(ndr.relevant_lower)
-        uppers.append(ndr.relevant_upper)
-    for t in result.trials:  # a trial that did not add up was never judged as it was
-        assert t.accounted or t.sensor_failed or t.waterfall is None or t.waterfall.unaccounted_pkts != 0
-    (row,) = [r.to_row() for r in case_table(load_campaign(tmp_path / name))]
-    mid = sorted(ndrs)[1]
-    assert row["ndr_pps"] == pytest.approx(mid) and row["search_repeats"] == 3
-    assert row["ndr_repeats"] == [pytest.approx(x, rel=1e-6) for x in ndrs]
-    # the repeats share the sender's ceiling, hence MLRsearch's load grid, and often land on one grid point:
-    # the CI of their median takes each within its bounds, [lowest NDR, highest failing load] with 3 repeats
-    ci = row["ndr_ci"]
-    assert ci is not None and row["ndr_ci_level"] > 0
-    assert ci[0] == pytest.approx(min(ndrs), abs=1e-3) and ci[1] == pytest.approx(max(uppers), abs=1e-3)
-    assert ci[0] <= mid < ci[1]
-    assert row["goals"]["0"]["conditional_pps"] is not None
-    assert row["sensor_us_per_pkt"] is not None and row["sensor_instr_per_pkt"] is None  # this VM has no PMU
-    spread = max(abs(x / mid - 1) for x in ndrs)
-    print(f"NDRs {', '.join(f'{x:,.0f}' for x in ndrs)} pps: {spread:.1%} from their median "
-          f"{mid:,.0f}; {result.elapsed_s:.0f} s in all")
-    html = write_report(tmp_path / name).read_text()
+METHODS = ["af-packet", "af-packet-v2"]
+REPEATS = 3
+# Where a test is about the repeats' mechanism (each converged to the precision it asked, the median, its CI),
+# not a figure: a coarse precision needs fewer halvings (the ±5% repeatability is benchmarks/bench_search.py's).
+REPEATS_PRECISION = 0.2
+TOP_PPS = 40000  # the repeated searches' top: well above the sensor's ~10k pps, below the sender's ceiling
+
+
+@pytest.fixture(scope="module")
+def repeated(tmp_path_factory, need_root, cache_dir, costly_rules_module) -> tuple[Path, list[SearchResult]]:
+    """One search campaign for the repeats and the capture axis: `search.repeats = 3` over two capture methods
+    of one compute-bound case (a third of a CPU, ~25 µs a packet with 400 PCRE rules, ~10k pps) — six whole
+    searches, a fresh sensor each, on the MLRsearch controller, under a fixed top of TOP_PPS (no sender's
+    ceiling to measure: its sharing by the repeats is test_search_sender.py's). Its own state dir, checked
+    empty afterwards."""
+    base = tmp_path_factory.mktemp("repeated")
+    state = base / "state"
+    state.mkdir()
+    spec = spec_from_dict({"name": "rep",
+                           "traffic": {"traces": ["builtin:mixed?packets=20000"], "replayers": [1],
+                                       "rate": {"pps": TOP_PPS}, "sender": "native"},
+                           "setup": {"cpus": 0.3},
+                           "sensor": {**RING, "rules": [str(costly_rules_module)], "capture": METHODS},
+                           "search": {"repeats": REPEATS, "precision": REPEATS_PRECISION, **SHORT_TRIALS}})
+    out = base / "rep"
+    results = search_campaign(spec, out, state_dir=state, cache_dir=cache_dir, name_prefix=TEST_PREFIX).results
+    assert not list(state.glob("*.json")), "the campaign left resources in its state file"
+    for result in results:
+        for t in result.trials:
+            print(f"{result.case_id} repeat {t.repeat} t{t.index}: {t.value:,.0f} pps {t.intended_duration_s} s, "
+                  f"loss {t.waterfall.loss_ratio if t.waterfall else None}, behind {t.behind_pkts}, "
+                  f"{t.sensor_us_per_pkt} µs/pkt{'' if t.accounted else ', did not add up'}")
+        print(result.notes)
+    return out, list(results)
+
+
+def test_three_repeated_searches_report_their_spread(repeated):
+    """`search.repeats = 3`, per capture method: what this loaded, shared 2-core VM can keep — and each check
+    can fail: every repeat converged (its relevant bounds within the precision asked, the lower bound below the
+    top offered), its conditional throughput lies within its relevant bounds, the reported NDR is the
+    median of the repeats and the row carries their CI at its level; the spread is printed (the ±5%
+    repeatability is the benchmark's, with its figure: benchmarks/bench_search.py --repeatability)."""
+    out, results = repeated
+    rows = {r.case: r.to_row() for r in case_table(load_campaign(out))}
+    assert len(results) == len(METHODS) and set(rows) == {r.case_id for r in results}
+    for result in results:
+        assert len(result.repeats) == REPEATS and result.goals is not None and result.goals.exceed_ratio == 0.5
+        ndrs: list[float] = []
+        uppers: list[float] = []
+        for rep in result.repeats:
+            (ndr,) = rep.results
+            assert ndr.relevant_lower is not None and ndr.relevant_upper is not None, (rep, result.notes)
+            assert ndr.relevant_upper / ndr.relevant_lower - 1 <= REPEATS_PRECISION * 1.5, rep  # MLRsearch's grid
+            assert ndr.relevant_lower < TOP_PPS and not ndr.lower_bound  # the sensor was the limit, not the top
+            assert ndr.conditional_pps is not None and ndr.conditional_pps <= ndr.relevant_lower + 0.001
+            assert rep.ndr_pps == ndr.value_pps and rep.elapsed_s <= 180, rep
+            ndrs.append(ndr.relevant_lower)
+            uppers.append(ndr.relevant_upper)
+        for t in result.trials:  # a trial that did not add up was never judged as it was
+            assert t.accounted or t.sensor_failed or t.waterfall is None or t.waterfall.unaccounted_pkts != 0
+        row = rows[result.case_id]
+        mid = sorted(ndrs)[1]
+        assert row["ndr_pps"] == pytest.approx(mid) and row["search_repeats"] == REPEATS
+        assert row["ndr_repeats"] == [pytest.approx(x, rel=1e-6) for x in ndrs]
+        # the repeats share the top, hence MLRsearch's load grid, and often land on one grid point: the CI of
+        # their median takes each within its bounds, [lowest NDR, highest failing load] with 3 repeats
+        ci = row["ndr_ci"]
+        assert ci is not None and row["ndr_ci_level"] > 0
+        assert ci[0] == pytest.approx(min(ndrs), abs=1e-3) and ci[1] == pytest.approx(max(uppers), abs=1e-3)
+        assert ci[0] <= mid < ci[1]
+        assert row["goals"]["0"]["conditional_pps"] is not None
+        assert row["sensor_us_per_pkt"] is not None and row["sensor_instr_per_pkt"] is None  # this VM has no PMU
+        spread = max(abs(x / mid - 1) for x in ndrs)
+        print(f"{row['capture']}: NDRs {', '.join(f'{x:,.0f}' for x in ndrs)} pps: {spread:.1%} from their median "
+              f"{mid:,.0f}; {result.elapsed_s:.0f} s in all")
+    html = write_report(out).read_text()
     assert "Search repeats" in html
 
 
-def test_a_search_over_the_capture_axis_compares_each_methods_ndr(tmp_path, state_dir, cache_dir, costly_rules):
-    """Issue 30: `sensor.capture` as a searched axis. Two methods, two repeated searches each of the
-    CPU-bound case (a third of a CPU, costly rules, a 40k pps top so no sender ceiling is measured): each
-    method gets its NDR (the median of its repeats, their CI), and the report's "Capture methods
-    compared" sets the NDRs side by side with the effect (median ratio − 1) and its CI over the repeats —
-    whatever its size and verdict here (the mechanism is checked, not a figure of this shared host)."""
-    methods = ["af-packet", "af-packet-v2"]
-    spec = spec_from_dict({"name": "capndr",
-                           "traffic": {"traces": ["builtin:mixed?packets=20000"], "replayers": [1],
-                                       "rate": {"pps": 40000}, "sender": "native"},
-                           "setup": {"cpus": 0.3},
-                           "sensor": {**RING, "rules": [str(costly_rules)], "capture": methods},
-                           "search": {"repeats": 2, "precision": 0.2, **SHORT_TRIALS}})
-    out = tmp_path / "capndr"
-    results = search_campaign(spec, out, state_dir=state_dir, cache_dir=cache_dir, name_prefix=TEST_PREFIX).results
+def test_a_search_over_the_capture_axis_compares_each_methods_ndr(repeated):
+    """Issue 30: `sensor.capture` as a searched axis (the repeated searches above). Each method gets its NDR
+    (the median of its repeats, their CI), and the report's "Capture methods compared" sets the NDRs side by
+    side with the effect (median ratio − 1) and its CI over the repeats — whatever its size and verdict here
+    (the mechanism is checked, not a figure of this shared host)."""
+    out, results = repeated
     assert len(results) == 2
     rows = case_table(load_campaign(out))
     by_method = {r.params.capture: r.to_row() for r in rows}
-    assert set(by_method) == set(methods)
+    assert set(by_method) == set(METHODS)
     for method, row in by_method.items():
         print(method, row["ndr_pps"], row["ndr_repeats"], row["ndr_ci"])
-        assert row["ndr_pps"] and row["search_repeats"] == 2 and len(row["ndr_repeats"]) == 2, (method, row)
+        assert row["ndr_pps"] and row["search_repeats"] == REPEATS and len(row["ndr_repeats"]) == REPEATS, \
+            (method, row)
         assert row["capture"] == method and row["capture_options"]
     (cmp,) = compare_along(rows, "capture")
     assert cmp.values == ("af-packet", "af-packet-v2")
