@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, JsonValue
 
 from idsbench.store.layout import DUET_DIR, DUET_FILE, MONITOR_FILE
 from idsbench.store.schema import Record
@@ -26,22 +26,35 @@ class DuetSideRecord(Record):
     quota: float | None = None                 # its CPU limit in cores (None: none)
     status: str = "ok"                         # the side's sample verdict
     cpu_s: float | None = None                 # its cgroup's CPU time over the common span
+    isolation_cpu_s: float | None = None       # its setup's host processes outside the cgroup (a container
+                                               # runtime's), over the span; None: the setup has none
     processed_pkts: int = 0                    # packets it decoded (its final counters)
     sent_pkts: int = 0                         # what the replay sent (the same for both sides)
     lost_pkts: int = 0                         # every loss of its waterfall, unaccounted included
     exact: bool = False                        # ok, no loss, decoded = sent
+    mem_peak_bytes: int | None = None          # its cgroup's peak memory over the sample (a VM: the whole qemu)
+    labels: tuple[str, ...] = ()               # its setup's labels ("emulated": a VM under TCG)
+
+    @property
+    def cost_s(self) -> float | None:
+        """What its isolation cost the host over the span: its cgroup and its isolation processes."""
+        return None if self.cpu_s is None else self.cpu_s + (self.isolation_cpu_s or 0.0)
 
 
 class DuetSampleRecord(Record):
     pair_id: str
     sample: int
     axis: str | None = None                    # the side axis that differs (None: A/A)
+    ref: str | None = None                     # side a's value of that axis (the reference)
+    cell: dict[str, JsonValue] = Field(default_factory=dict)  # the matrix's other axes' values (plan.DuetPair)
+    replay_s: float | None = None              # the replay's length asked (a precision plan may lengthen it)
     swapped: bool = False                      # side a took slot 1
     placement: str = "shared"                  # run/duet/place.py: split | shared
     mirror: str = "mirred"                     # wire/mirror.py method
     sender_cpus: tuple[int, ...] = ()
     span_start_unix: float | None = None       # the common span: replay start …
     span_end_unix: float | None = None         # … to both sides drained
+    softirq_s: tuple[float, ...] | None = None  # each CPU's softirq time over the span (run/duet/hostcost.py)
     sides: tuple[DuetSideRecord, ...] = Field(default_factory=tuple)  # a, then b
     status: str = "ok"                         # ok when both sides are ok, else the first side's failure
     reason: str | None = None
