@@ -225,7 +225,7 @@ def differing_axis(a: Case, b: Case) -> str | None:
 def cell_value(case: Case, field: str) -> JsonValue:
     """A cell axis's value of `case` as JSON (a rate as its label)."""
     value = getattr(case, field)
-    return value.label if isinstance(value, Rate) else value  # type: ignore[no-any-return]
+    return value.label if isinstance(value, Rate) else value
 
 
 @dataclass(frozen=True)

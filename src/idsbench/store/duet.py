@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import Field, JsonValue
 
-from idsbench.store.layout import DUET_DIR, DUET_FILE, MONITOR_FILE
+from idsbench.store.layout import DUET_DIR, DUET_FILE, DUET_PLAN_FILE, MONITOR_FILE
 from idsbench.store.schema import Record
 
 
@@ -61,6 +61,40 @@ class DuetSampleRecord(Record):
 
     def side(self, name: str) -> DuetSideRecord | None:
         return next((s for s in self.sides if s.side == name), None)
+
+
+class PairPlanRecord(Record):
+    pair_id: str
+    replay_s: float                            # each sample's replay length
+    expected_half_width: float                 # the CI half-width expected (relative)
+    cpu_per_s: tuple[float, float]             # calibration: each side's CPU-s per replay second
+    overhead_s: float                          # calibration: a sample's wall time beyond its replay
+
+
+class DuetPlanRecord(Record):
+    """`duet/plan.json`: a precision plan as the campaign printed it at its start (run/duet/precision.py)."""
+
+    precision: float
+    budget_s: float
+    samples: int                               # planned samples per pair (more are added while short)
+    pairs: tuple[PairPlanRecord, ...]
+    total_s: float                             # the expected wall time of the planned samples
+    feasible: bool                             # the precision was expected within the budget
+    best_s: float | None = None                # the time the precision needs
+    lines: tuple[str, ...] = ()                # as printed
+    planned_unix: float = 0.0                  # when the plan was made (after the calibration)
+    calibration_s: float = 0.0                 # the calibration's wall time
+
+    def pair(self, pair_id: str) -> PairPlanRecord | None:
+        return next((p for p in self.pairs if p.pair_id == pair_id), None)
+
+
+def read_plan(campaign_root: Path) -> DuetPlanRecord | None:
+    """The campaign's precision plan (None: it asked no precision, or the file is unreadable)."""
+    try:
+        return DuetPlanRecord.model_validate_json((campaign_root / DUET_DIR / DUET_PLAN_FILE).read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def duet_samples(campaign_root: Path) -> dict[str, list[DuetSampleRecord]]:

@@ -27,6 +27,9 @@ SEARCH_FILE = "search.json"
 TRUTH_DIR = "truth"            # <campaign>/truth/<case_id>.json: the offline ground truth of a case
 DUET_DIR = "duet"              # <campaign>/duet/<pair_id>/s<k>/duet.json + monitor.csv (both sides)
 DUET_FILE = "duet.json"
+DUET_PLAN_FILE = "plan.json"   # <campaign>/duet/plan.json: a precision plan (run/duet/precision.py) as printed
+DUET_CALIBRATION_DIR = "duet-calibration"  # <campaign>/duet-calibration/: a campaign layout of its own for
+                                           # the calibration samples (one per pair; read by no analysis)
 KEPT_ON_RESUME = ("ok", "invalid", "oom")
 
 
