@@ -81,6 +81,7 @@ def write_report(campaign_dir: Path | str, *, baseline: str = "baremetal",
         profiles=profiles, profile_event=RECORD_EVENT, ab=ab_section(campaign, rows),
         rule_costs=rules_out.report_views(campaign), compared=_axis_views(rows),
         duet=duet_section(campaign, root / "figures"),
+        duet_study=export.to_html(duet_out.study_table(pairs)) if pairs else None,
     )
     out = root / REPORT_FILE
     out.write_text(html)
