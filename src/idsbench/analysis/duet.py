@@ -397,7 +397,7 @@ def pair_row(r: DuetResult) -> Row:
 
 
 def _int(x: float | None) -> int | None:
-    return None if x is None else int(round(x))
+    return None if x is None else round(x)
 
 
 def _pair(ci: tuple[float, float] | None, digits: int = 6) -> list[JsonValue] | None:
