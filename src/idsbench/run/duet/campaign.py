@@ -140,7 +140,7 @@ class DuetCampaign:
             self.progress.note(line)
         replay = {p.pair_id: p.replay_s for p in plan.pairs}
         cost = {p.pair_id: p.overhead_s + p.replay_s for p in plan.pairs}
-        self.progress.set_total(len(self.pairs) * plan.samples)
+        self.progress.set_total(self.progress.done + len(self.pairs) * plan.samples)
         for pair, index in pair_rounds(self.pairs, range(plan.samples), "interleaved", self.rng):
             if self.clock() + cost.get(pair.pair_id, 0.0) > deadline and not is_done(self.ctx, pair, index):
                 self.progress.note(f"duet: budget_s ends before {pair.pair_id}/s{index}; stopping")
