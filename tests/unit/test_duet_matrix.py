@@ -148,6 +148,10 @@ def test_setups_by_load_run_as_four_pairs_in_rounds_with_the_paired_table(tmp_pa
     assert "study table (paired)" in text
     csv_head = duet_out.results_text("csv", rows, pairs).splitlines()[0]
     assert "duet_cell.traffic.replayers" in csv_head and "duet_loss_diff_ci_lo" in csv_head
+    from idsbench.report import write_report
+
+    html = write_report(ctx.layout.root).read_text()
+    assert "study table (paired)" in html and "baremetal (reference)" in html and "replayers=2" in html
 
 
 def test_pair_rounds_follow_the_seed_and_cases_order_keeps_pairs_together():
