@@ -251,6 +251,7 @@ def test_a_pair_short_of_the_precision_gets_rounds_until_it_is_precise(tmp_path:
     assert r.n > 6 and result.ran == r.n + 1  # rounds added after the planned six (+ the calibration)
     assert r.precise and r.half_width is not None and r.half_width <= 0.01
     assert notes[-1] == "duet: every pair's CI within ±1.00%"
+    assert any("after 6 samples (the plan expected ±1.00%)" in n and "would settle it" in n for n in notes), notes
 
 
 def test_when_the_budget_ends_first_the_verdict_says_what_would_settle_it(tmp_path: Path, monkeypatch):

@@ -25,7 +25,7 @@ from idsbench.plan import DuetPair, duet_pairs
 from idsbench.run.campaign import CampaignResult, disk_error, signals_as_interrupt
 from idsbench.run.context import CampaignContext
 from idsbench.run.duet.place import place
-from idsbench.run.duet.precision import DEFAULT_BUDGET_S, DuetPlan, PairRate, plan_pairs
+from idsbench.run.duet.precision import DEFAULT_BUDGET_S, DuetPlan, PairRate, plan_pairs, samples_to_settle
 from idsbench.run.duet.sample import DuetSampleOutcome, DuetSampleRun
 from idsbench.run.duet.session import DuetDeps
 from idsbench.run.preflight import prepare_campaign
@@ -147,11 +147,24 @@ class DuetCampaign:
                 return
             self.run_sample(pair, index, replay.get(pair.pair_id))
         index = plan.samples
+        noted = False
         while True:
-            short = [p for p in self.pairs if (hw := half_width(self.ratios(p))) is None or hw > precision]
+            widths = {p.pair_id: half_width(self.ratios(p)) for p in self.pairs}
+            short = [p for p in self.pairs if (hw := widths[p.pair_id]) is None or hw > precision]
             if not short:
                 self.progress.note(f"duet: every pair's CI within ±{precision:.2%}")
                 return
+            if not noted:  # the host scattered more than the plan expected: say so, and what it takes now
+                noted = True
+                for pair in short:
+                    n = len(self.ratios(pair))
+                    hw = widths[pair.pair_id]
+                    need = samples_to_settle(n, hw, precision) if hw is not None else None
+                    more = f"~{need} samples (~{(need - n) * cost.get(pair.pair_id, 0.0):.0f} s more)" if need else "more"
+                    left = max(0.0, deadline - self.clock())
+                    self.progress.note(f"duet: {pair.pair_id} at ±{(hw or 0):.2%} after {n} samples (the plan "
+                                       f"expected ±{precision:.2%}): {more} would settle it; {left:.0f} s of "
+                                       "budget_s left; adding rounds")
             if self.rng is not None:
                 self.rng.shuffle(short)
             self.progress.set_total(self.progress.total + len(short))
