@@ -102,7 +102,7 @@ def softirq_lines(out: Path) -> list[str]:
 def part_aa(args: argparse.Namespace, tmp: Path) -> list[str]:
     print(f"\n== A/A per setup ({load()}): 6 samples of {args.duration:g} s at {args.pps:g} pps, {args.trace.name}")
     misses = []
-    for kind in KINDS:
+    for kind in args.kinds:
         results, wall = run(tmp / f"aa-{kind}", doc(f"aa-{kind}", args, pps=args.pps, setup={"kinds": [kind]}))
         (r,) = results
         print(f" {kind} ({wall:.0f} s):")
@@ -237,6 +237,7 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=900.0, help="budget_s of the precision part")
     ap.add_argument("--matrix-budget", type=float, default=840.0)
     ap.add_argument("--keep", type=Path, help="keep the campaigns in this directory")
+    ap.add_argument("--kinds", nargs="+", default=KINDS, choices=KINDS, help="the setups of the aa part")
     args = ap.parse_args()
     parts = ("aa", "precision", "matrix", "capture") if args.part == "all" else (args.part,)
     misses: list[str] = []
