@@ -17,6 +17,12 @@ its fixed part (setup, the sensors' start, drain, stop: `overhead_s`) too, and t
 1/c but only as ~1/√n: the plan (`plan_pairs`) tries every n from the spec's `samples` up and lengthens
 each pair's samples to what that n needs, and takes the n of least time. The CPU rate per replay second
 and the fixed part come from one calibration sample per pair at the spec's length (not counted).
+
+K is this host's at the time it was measured, not a constant: on 2026-12-04, with other work keeping half
+of the host busy, an A/A duet at 8k pps with 28-s samples (~1.6 CPU-s per side) scattered ±10% sample to
+sample where K promised ±0.8%, and the 50k-pps A/A ±1.5% where it promised ±0.8%. So the plan is a lower
+bound of the time: the campaign checks each pair's CI after the planned samples, says at once how far
+it is and what would settle it, and adds rounds while budget_s lasts (run/duet/campaign.py).
 """
 
 from __future__ import annotations
