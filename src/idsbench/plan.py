@@ -14,17 +14,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import JsonValue
+
 from idsbench import bypass, capture
 from idsbench.errors import SpecError
 from idsbench.sensors import registry
 from idsbench.spec import Rate, Spec, parse_size
-from idsbench.spec.duet import SIDE_AXES, SIDES, axis_field
+from idsbench.spec.duet import CELL_AXES, SIDE_AXES, SIDES, axis_field, side_axes_of
 
 # Parameters left out of a case id's digest when they have these values (ids of campaigns made
 # before the parameter existed stay the same).
 DIGEST_DEFAULTS: dict[str, object] = {"engine": "suricata", "sender": "tcpreplay", "config": "default",
                                       "rules": "default", "threads": None, "duet_side": None,
-                                      "capture": None, "bypass": None}
+                                      "capture": None, "bypass": None, "duet_versus": None}
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,9 @@ class Case:
     duet_side: str | None = None  # mode = "duet": "a" or "b" (`duet_pairs`), None otherwise
     capture: str | None = None   # sensor.capture: the capture method (idsbench.capture); None: the engine's default
     bypass: str | None = None    # sensor.bypass: the flow bypass mode (idsbench.bypass); None: off
+    # mode = "duet", a side axis with k > 2 values: the reference case (side a) runs once per other value,
+    # beside it; this is that value (so each pair's reference has its own samples); None otherwise
+    duet_versus: str | None = None
     samples: tuple[Sample, ...] = field(default=(), compare=False)
 
     @property
@@ -83,6 +88,7 @@ class Case:
             "duet_side": self.duet_side,
             "capture": self.capture,
             "bypass": self.bypass,
+            "duet_versus": self.duet_versus,
         }
 
     @property
@@ -110,6 +116,8 @@ class Case:
             parts.append(f"byp_{_slug(self.bypass)}")
         if self.duet_side is not None:
             parts.append(f"duet_{self.duet_side}")
+        if self.duet_versus is not None:
+            parts.append(f"vs_{_slug(self.duet_versus)}")
         return "-".join(parts) + f"-{digest}"
 
 
@@ -164,7 +172,7 @@ def plan(spec: Spec) -> list[Case]:
             samples = tuple(Sample(case.case_id, k) for k in range(spec.samples))
             cases.append(dataclasses.replace(case, samples=samples))
     if spec.mode == "duet":
-        cases = _duet_sides(cases, spec.samples)
+        cases = _duet_sides(cases, spec)
     ids = [c.case_id for c in cases]
     if len(set(ids)) != len(ids):  # only when the spec repeats a value within an axis
         dup = sorted({i for i in ids if ids.count(i) > 1})
@@ -173,15 +181,37 @@ def plan(spec: Spec) -> list[Case]:
     return cases
 
 
-def _duet_sides(cases: list[Case], samples: int) -> list[Case]:
-    """A duet's cases as sides a and b: the two values of its one two-valued axis in the order written,
-    or the one case twice (A/A). `spec.duet.check_duet` ruled out every other shape when the spec was read."""
-    pair = cases * 2 if len(cases) == 1 else cases
+def _duet_sides(cases: list[Case], spec: Spec) -> list[Case]:
+    """A duet's cases as sides: in each cell (the cases that share every value but the side axis's), the
+    side axis's first value is the reference, side a, and every other value a side b beside it (with k > 2
+    values the reference case once per other value, `duet_versus`); without a side axis, each case twice
+    (A/A). `spec.duet.check_duet` ruled out every other shape when the spec was read."""
+    varying = side_axes_of(spec)
+    if not varying:
+        return [_tagged(c, side, None, spec.samples) for c in cases for side in SIDES]
+    axis, values = varying[0]
+    cells: dict[str, list[Case]] = {}
+    for case in cases:
+        key = json.dumps({k: v for k, v in case.params().items() if k != axis.field}, sort_keys=True)
+        cells.setdefault(key, []).append(case)
     out = []
-    for side, case in zip(SIDES, pair):
-        tagged = dataclasses.replace(case, duet_side=side)
-        out.append(dataclasses.replace(tagged, samples=tuple(Sample(tagged.case_id, k) for k in range(samples))))
+    for members in cells.values():
+        if len(members) != len(values):  # e.g. a trace with its own rules against a sensor.rules side axis
+            raise SpecError(f"mode = \"duet\": the cases of {trace_label(members[0].trace)} take "
+                            f"{len(members)} of the {len(values)} values of the side axis {axis.key}, so they "
+                            "cannot pair.",
+                            fix=f"give every trace the {axis.key} axis (a trace with its own rules has one "
+                                "ruleset), or run that trace in its own campaign.")
+        ref, *others = members  # the product iterates the side axis in the order written
+        for other in others:
+            versus = str(getattr(other, axis.field)) if len(others) > 1 else None
+            out += [_tagged(ref, "a", versus, spec.samples), _tagged(other, "b", None, spec.samples)]
     return out
+
+
+def _tagged(case: Case, side: str, versus: str | None, samples: int) -> Case:
+    tagged = dataclasses.replace(case, duet_side=side, duet_versus=versus)
+    return dataclasses.replace(tagged, samples=tuple(Sample(tagged.case_id, k) for k in range(samples)))
 
 
 def differing_axis(a: Case, b: Case) -> str | None:
@@ -192,14 +222,23 @@ def differing_axis(a: Case, b: Case) -> str | None:
     return None
 
 
+def cell_value(case: Case, field: str) -> JsonValue:
+    """A cell axis's value of `case` as JSON (a rate as its label)."""
+    value = getattr(case, field)
+    return value.label if isinstance(value, Rate) else value
+
+
 @dataclass(frozen=True)
 class DuetPair:
-    """Sides a and b of a duet; `axis` is the side axis that differs (None: an A/A duet)."""
+    """Side a (the reference) and side b of a duet; `axis` is the side axis that differs (None: an A/A
+    duet); `cell` the values of the matrix's axes this pair runs at (`{"traffic.replayers": 2}`; {}: the
+    spec has no other axis with several values)."""
 
     pair_id: str
     axis: str | None
     a: Case
     b: Case
+    cell: dict[str, JsonValue] = field(default_factory=dict)
 
     @property
     def sides(self) -> tuple[Case, Case]:
@@ -213,6 +252,12 @@ class DuetPair:
         field = axis_field(self.axis)
         return None if field is None else (getattr(self.a, field), getattr(self.b, field))
 
+    @property
+    def ref(self) -> str | None:
+        """The reference side's value of the side axis (None for A/A)."""
+        values = self.values()
+        return None if values is None else str(values[0])
+
 
 def pair_id(a_case_id: str, b_case_id: str, axis: str | None) -> str:
     """A stable, readable id shared by the two sides' rows."""
@@ -221,17 +266,24 @@ def pair_id(a_case_id: str, b_case_id: str, axis: str | None) -> str:
 
 
 def duet_pairs(cases: Sequence[Case]) -> list[DuetPair]:
-    """The duet pairs among planned cases (each case of a duet plan carries `duet_side`): sides a and b
-    that share every other parameter. Cases without a side are left out."""
+    """The duet pairs among planned cases (each case of a duet plan carries `duet_side`): each side b with
+    the side a that shares every other parameter (a reference that runs once per other value: the one for
+    b's value), in plan order; each pair's cell from the cell axes whose values differ among the cases.
+    Cases without a side are left out."""
     a_sides = [c for c in cases if c.duet_side == "a"]
-    b_sides = [c for c in cases if c.duet_side == "b"]
+    sided = [c for c in cases if c.duet_side is not None]
+    cell_axes = [ax for ax in CELL_AXES if len({json.dumps(cell_value(c, ax.field)) for c in sided}) > 1]
     out = []
-    for a in a_sides:
-        for b in b_sides:
+    for b in (c for c in cases if c.duet_side == "b"):
+        for a in a_sides:
             axis = differing_axis(a, b)
-            others = [f for f in a.params() if f not in (axis_field(axis), "duet_side")]
+            field = axis_field(axis)
+            if a.duet_versus is not None and (field is None or str(getattr(b, field)) != a.duet_versus):
+                continue
+            others = [f for f in a.params() if f not in (field, "duet_side", "duet_versus")]
             if all(getattr(a, f) == getattr(b, f) for f in others):
-                out.append(DuetPair(pair_id(a.case_id, b.case_id, axis), axis, a, b))
+                cell = {ax.key: cell_value(a, ax.field) for ax in cell_axes}
+                out.append(DuetPair(pair_id(a.case_id, b.case_id, axis), axis, a, b, cell))
                 break
     return out
 

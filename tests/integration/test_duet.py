@@ -95,3 +95,32 @@ def test_duet_aa_then_a_known_difference(tmp_path, need_root, pcaps, state_dir, 
     assert doc["duet"]["duet_verdict"] == "higher" and doc["rows"][0]["metrics"]["sensor_us_per_pkt"]["paired"]
     print(f"duet test: A/A (bare metal) {aa_s:.0f} s, ratio {r.ratio:.4f} {r.ratio_ci}; known difference "
           f"(containers) ratio {d.ratio:.3f} {d.ratio_ci}; total {time.monotonic() - started:.0f} s")
+
+
+def test_setup_duet_baremetal_against_container_vtap(tmp_path, need_root, pcaps, state_dir):
+    """Setups as the side axis (issue 42), the wiring checked on one small real pair: bare metal (the
+    reference) against a podman container fed through a macvtap, both exact on the one mirrored replay;
+    the container side's cost includes its runtime's processes; the host's softirq over each span is
+    recorded and reported as unattributed."""
+    if shutil.which("podman") is None or shutil.which("runc") is None:
+        unavailable("the setup duet needs podman and runc (scripts/install-system.sh installs them)")
+    started = time.monotonic()
+    out = tmp_path / "kinds"
+    result = _run(out, state_dir, settings.cache_dir(), traffic={"traces": [str(pcaps / TRACE)], **TRAFFIC},
+                  setup={"kinds": ["baremetal", "container-vtap"], "runtime": "podman"})
+    assert result.failed == [], result.failed
+    (r,) = duet_results(load_campaign(out))
+    assert r.axis == "setup.kinds" and (r.ref, r.b_value) == ("baremetal", "container-vtap") and r.exact == 2, r
+    assert r.ratio is not None and r.ratio_ci is not None
+    records = [json.loads(p.read_text()) for p in sorted(out.glob("duet/*/s*/duet.json"))]
+    for rec in records:
+        sides = {s["side"]: s for s in rec["sides"]}
+        assert sides["a"]["isolation_cpu_s"] is None and sides["b"]["isolation_cpu_s"] is not None, sides
+        assert rec["softirq_s"] is not None and len(rec["softirq_s"]) >= 1, rec["softirq_s"]
+    pair = next(row for row in _results_json(out) if "duet_ratio" in row)
+    assert pair["duet_axis"] == "setup.kinds" and pair["duet_ref"] == "baremetal" and pair["duet_cell"] == {}
+    assert pair["duet_loss_diff_pp"] == 0.0 and pair["duet_unattributed_us_per_pkt"] is not None
+    assert pair["duet_mem_ratio"] is not None and pair["duet_mem_ratio"] > 0
+    print(f"setup duet: container-vtap / baremetal {r.ratio:.3f} {r.ratio_ci}, unattributed "
+          f"{pair['duet_unattributed_us_per_pkt']} us/pkt, softirq per CPU {[rec['softirq_s'] for rec in records]}; "
+          f"{time.monotonic() - started:.0f} s")

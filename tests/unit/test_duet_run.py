@@ -115,7 +115,7 @@ def duet_world(tmp_path: Path, script: Script | None = None, samples: int = 2, *
         PlannedCase.model_validate({"case_id": c.case_id, **c.params(), "samples": len(c.samples)}) for c in cases))
     ctx.layout.root.mkdir(parents=True, exist_ok=True)
     ctx.layout.campaign_file.write_text(json.dumps(doc.to_json()))
-    (pair,) = duet_pairs(cases)
+    pair = duet_pairs(cases)[0]
     return ctx, ddeps, pair
 
 

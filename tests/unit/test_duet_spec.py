@@ -9,7 +9,7 @@ from idsbench.errors import SpecError
 from idsbench.plan import duet_pairs, plan
 from idsbench.run.duet.place import TWO_CPU_DEFAULT, place, slot_of, swapped
 from idsbench.spec import spec_from_dict
-from idsbench.spec.duet import FIXED_AXES, SIDE_AXES
+from idsbench.spec.duet import CELL_AXES, SIDE_AXES
 
 
 def _spec(**parts: object):
@@ -67,20 +67,76 @@ def test_single_mode_ids_do_not_change():
 
 @pytest.mark.parametrize("parts,words,fix", [
     ({"sensor__engine": ["suricata", "snort"], "sensor__config": ["default", "t.yaml"]},
-     "sensor.engine (2 values) and sensor.config (2 values) both have several values", "keep two values on one"),
-    ({"sensor__engine": ["suricata", "snort", "nodetect"]}, "sensor.engine has 3 values", "exactly two values"),
-    ({"traffic__replayers": [1, 2]}, "traffic.replayers has 2 values; it cannot differ side by side",
-     "give traffic.replayers one value"),
-    ({"traffic__rate": [{"pps": 10}, {"pps": 20}]}, "traffic.rate has 2 values", "one value"),
-    ({"traffic__traces": ["a.pcap", "b.pcap"]}, "traffic.traces has 2 values", "one value"),
-    ({"setup__kinds": ["vm"]}, "does not run in setup kind 'vm': a VM pair", "baremetal"),
-    ({"setup__cpus": [0.5, 1]}, "setup.cpus has 2 values", "one value"),
+     "sensor.engine (2 values) and sensor.config (2 values) both have several values: which are the sides?",
+     "keep several values on one"),
+    ({"sensor__engine": ["suricata", "snort"], "setup__kinds": ["baremetal", "container"]},
+     "sensor.engine (2 values) and setup.kinds (2 values) both have several values", "its first value is the reference"),
+    ({"setup__kinds": ["baremetal", "container", "baremetal"]},
+     "the side axis setup.kinds lists baremetal more than once", "list each value of setup.kinds once"),
+    ({"sensor__engine": ["suricata", "suricata"]}, "sensor.engine lists suricata more than once", "once"),
+    ({"setup__kinds": ["vm-vfio"], "setup__vfio_device": "0000:3b:00.1"},
+     "does not run in setup kind 'vm-vfio'", "'vm'"),
     ({"profile__perf": True}, "[profile] perf", "profile.perf = false"),
 ])
 def test_bad_duets_are_refused_at_load_naming_the_fix(parts, words, fix):
     with pytest.raises(SpecError) as err:
         _spec(**parts)
     assert words in err.value.message and fix in (err.value.fix or ""), (err.value.message, err.value.fix)
+
+
+def test_precision_settings_belong_to_a_duet_and_need_a_precision():
+    with pytest.raises(SpecError) as err:
+        spec_from_dict({"name": "x", "duet": {"precision": 0.01}})
+    assert "apply to mode = \"duet\"" in err.value.message and "mode = \"duet\"" in (err.value.fix or "")
+    with pytest.raises(SpecError, match="budget_s bounds the samples added"):
+        _spec(duet={"budget_s": 600})
+    with pytest.raises(SpecError, match="duet.precision"):
+        _spec(duet={"precision": 0.7})
+    s = _spec(duet={"precision": 0.01, "budget_s": 600})
+    assert (s.duet.precision, s.duet.budget_s) == (0.01, 600)
+    assert s.model_dump(mode="json")["duet"] == {"precision": 0.01, "budget_s": 600}
+    assert "duet" not in _spec().model_dump(mode="json")  # dumps of older specs are unchanged (resume)
+
+
+def test_setup_kinds_are_a_side_axis_and_k_values_give_k_minus_1_pairs():
+    cases = plan(_spec(setup__kinds=["baremetal", "container", "container-vtap"]))
+    assert [(c.setup, c.duet_side, c.duet_versus) for c in cases] == [
+        ("baremetal", "a", "container"), ("container", "b", None),
+        ("baremetal", "a", "container-vtap"), ("container-vtap", "b", None)]
+    assert len({c.case_id for c in cases}) == 4 and "vs_container_vtap" in cases[2].case_id
+    pairs = duet_pairs(cases)
+    assert [(p.axis, p.ref, p.b.setup, p.cell) for p in pairs] == [
+        ("setup.kinds", "baremetal", "container", {}), ("setup.kinds", "baremetal", "container-vtap", {})]
+    assert pairs[0].a is cases[0] and pairs[1].a is cases[2] and pairs[0].pair_id.startswith("duet-kinds-")
+    assert len({p.pair_id for p in pairs}) == 2
+
+
+def test_two_values_keep_their_ids_and_the_reference_has_no_versus():
+    cases = plan(_spec(setup__kinds=["baremetal", "container"]))
+    assert [c.duet_versus for c in cases] == [None, None] and "vs_" not in cases[0].case_id
+
+
+def test_a_duet_spec_is_a_matrix_of_duets_each_cell_its_pairs():
+    cases = plan(_spec(setup__kinds=["baremetal", "container", "container-vtap"], traffic__replayers=[1, 2]))
+    pairs = duet_pairs(cases)
+    assert len(pairs) == 4 and len(cases) == 8
+    assert [(p.cell, p.b.setup) for p in pairs] == [
+        ({"traffic.replayers": 1}, "container"), ({"traffic.replayers": 1}, "container-vtap"),
+        ({"traffic.replayers": 2}, "container"), ({"traffic.replayers": 2}, "container-vtap")]
+    for p in pairs:  # one replay per pair: both sides share every value of the cell
+        assert p.a.replayers == p.b.replayers and p.a.rate == p.b.rate
+    aa = duet_pairs(plan(_spec(traffic__rate=[{"pps": 1000}, {"pps": 8000}], setup__cpus=[0.5, 1])))
+    assert [p.cell for p in aa] == [
+        {"traffic.rate": "pps=1000", "setup.cpus": 0.5}, {"traffic.rate": "pps=8000", "setup.cpus": 0.5},
+        {"traffic.rate": "pps=1000", "setup.cpus": 1.0}, {"traffic.rate": "pps=8000", "setup.cpus": 1.0}]
+    assert all(p.axis is None and p.a.case_id != p.b.case_id for p in aa)
+
+
+def test_a_trace_with_its_own_rules_cannot_pair_on_the_rules_axis():
+    with pytest.raises(SpecError) as err:
+        plan(_spec(traffic__traces=["t.pcap", {"path": "u.pcap", "rules": ["u.rules"]}],
+                   sensor__rules={"base": ["builtin:events"], "more": ["builtin:events", "x.rules"]}))
+    assert "take 1 of the 2 values of the side axis sensor.rules" in err.value.message
 
 
 def test_hosts_are_refused():
@@ -90,8 +146,9 @@ def test_hosts_are_refused():
 
 
 def test_the_side_axes_table_names_what_may_differ():
-    assert [a.key for a in SIDE_AXES] == ["sensor.engine", "sensor.rules", "sensor.config", "sensor.capture"]
-    assert {f.key for f in FIXED_AXES} >= {"traffic.replayers", "traffic.rate", "traffic.traces"}
+    assert [a.key for a in SIDE_AXES] == ["sensor.engine", "sensor.rules", "sensor.config", "sensor.capture",
+                                          "setup.kinds"]
+    assert {f.key for f in CELL_AXES} >= {"traffic.replayers", "traffic.rate", "traffic.traces", "setup.cpus"}
 
 
 def test_swap_schedule_alternates_and_balances():

@@ -1,9 +1,12 @@
 """Duet results: the paired cost ratio b/a per sample, its CI over samples (and the spread over
 seconds within each sample), the position asymmetry the swaps cancel, and the verdict.
 
-- Per sample: each side's CPU µs per packet = its cgroup CPU over the common span (replay start → both
-  drained, run/duet/session.py) / the packets it decoded; the ratio = b / a. Only samples whose two sides are
-  both `ok` count.
+- Per sample: each side's CPU µs per packet = what its isolation cost the host over the common span
+  (replay start → both drained, run/duet/session.py: its cgroup, and its setup's host processes outside
+  it, `DuetSideRecord.cost_s`) / the packets it decoded; the ratio = b / a. Only samples whose two sides
+  are both `ok` count. Beside it, per sample: the loss difference b − a in percentage points, the memory
+  ratio b/a (each cgroup's peak) and the host's softirq time over the span per packet sent — what neither
+  side is charged for (`duet_unattributed_us_per_pkt`, run/duet/hostcost.py).
 - The pair: the median of the per-sample ratios and its order-statistic CI (a one-sample problem:
   [x(k), x(n+1-k)], `stats.median_ci`; with 6 samples min..max at 96.9%, `ci_level`).
 - Verdict (`ratio_effect`), the rules of `compare` (analysis/effect.py) on the ratio's CI, with
@@ -11,6 +14,9 @@ seconds within each sample), the position asymmetry the swaps cancel, and the ve
   the median is at least m% off; else `inconclusive` with the samples that would settle it (the CI's
   half-width shrinking as 1/√n). No verdict while the CI's coverage is below the level asked (95%: 6
   samples; with 2 it is min..max at 50%): `inconclusive`, at least `effect.samples_for(level)` samples.
+  With `[duet] precision` asked and the CI's half-width wider than it, a `same` or `inconclusive` is
+  `inconclusive` with the samples the precision needs; a side labelled `emulated` (a VM under TCG) makes
+  the verdict `emulated`: its figures are shown, never judged.
 - Per second: the pair's monitor reads both cgroups' CPU and both capture interfaces each interval;
   a second's ratio = (b's CPU / b's packets received) / (a's CPU / a's packets), over the replay.
 - Position effect (slot 1 / slot 0 cost): with r₀ the median ratio of unswapped samples (a in slot 0)
@@ -22,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic import JsonValue
 
@@ -30,7 +36,7 @@ from idsbench.analysis.effect import DEFAULT_MIN_EFFECT_PCT, LEVEL, MAX_SAMPLES_
 from idsbench.analysis.stats import ci_coverage, median, median_ci
 from idsbench.spec.duet import axis_field
 from idsbench.store.casefigures import Row
-from idsbench.store.duet import DuetSampleRecord, duet_samples, pair_monitor
+from idsbench.store.duet import DuetSampleRecord, DuetSideRecord, duet_samples, pair_monitor
 from idsbench.store.reader import Campaign
 from idsbench.store.schema import CaseResult, SearchResult, ToleranceResult
 
@@ -97,6 +103,19 @@ class DuetSampleFigures:
     seconds: tuple[float, ...]        # the per-second ratios over the replay
     second_median: float | None
     second_ci: tuple[float, float] | None
+    a_loss_pct: float | None = None   # each side's loss (% of the packets sent)
+    b_loss_pct: float | None = None
+    a_mem_bytes: int | None = None    # each side's peak memory
+    b_mem_bytes: int | None = None
+    unattributed_us_per_pkt: float | None = None  # softirq time of every CPU over the span / packets sent
+
+    @property
+    def loss_diff_pp(self) -> float | None:
+        return None if self.a_loss_pct is None or self.b_loss_pct is None else self.b_loss_pct - self.a_loss_pct
+
+    @property
+    def mem_ratio(self) -> float | None:
+        return self.b_mem_bytes / self.a_mem_bytes if self.a_mem_bytes and self.b_mem_bytes else None
 
 
 @dataclass(frozen=True)
@@ -179,6 +198,73 @@ class DuetResult:
     placement: str
     mirror: str
     search: DuetSearchFigures | None = None   # a duet search's pair figures (its verification is sample s0)
+    ref: str | None = None            # side a's value of the side axis: the reference
+    cell: dict[str, JsonValue] = field(default_factory=dict)  # the matrix's other axes' values
+    labels: tuple[str, ...] = ()      # either side's setup labels ("emulated": never judged)
+    precision: float | None = None    # [duet] precision asked (relative CI half-width)
+    replay_s: float | None = None     # each sample's replay length (a precision plan's), None: the spec's
+
+    def _ok(self) -> list[DuetSampleFigures]:
+        return [s for s in self.samples if s.ratio is not None]
+
+    @property
+    def loss_diffs(self) -> list[float]:
+        return [d for s in self._ok() if (d := s.loss_diff_pp) is not None]
+
+    @property
+    def loss_diff_pp(self) -> float | None:
+        return median(self.loss_diffs)
+
+    @property
+    def loss_diff_ci(self) -> tuple[float, float] | None:
+        return median_ci(self.loss_diffs) if len(self.loss_diffs) >= 2 else None
+
+    @property
+    def mem_ratio(self) -> float | None:
+        return median([s.mem_ratio for s in self._ok()])
+
+    @property
+    def unattributed_us_per_pkt(self) -> float | None:
+        return median([s.unattributed_us_per_pkt for s in self._ok()])
+
+    def side_median(self, key: str) -> float | None:
+        """The median over ok samples of a per-sample absolute figure (`a_us_per_pkt`, `b_loss_pct` …)."""
+        return median([getattr(s, key) for s in self._ok()])
+
+    @property
+    def half_width(self) -> float | None:
+        """The ratio CI's relative half-width (the wider side)."""
+        if self.ratio is None or self.ratio_ci is None or self.ratio <= 0:
+            return None
+        return max(self.ratio - self.ratio_ci[0], self.ratio_ci[1] - self.ratio) / self.ratio
+
+    @property
+    def emulated(self) -> bool:
+        return "emulated" in self.labels
+
+    @property
+    def verdict(self) -> str:
+        """The pair's verdict: the effect's, `emulated` for an emulated side, `inconclusive` while the
+        precision asked is not reached (unless the CI already excludes 1)."""
+        if self.emulated:
+            return "emulated"
+        v = self.effect.verdict if self.effect.verdict != "n/a" else "inconclusive"
+        if self.precision is not None and v in ("same", "inconclusive") and not self.precise:
+            return "inconclusive"
+        return v
+
+    @property
+    def precise(self) -> bool:
+        hw = self.half_width
+        return self.precision is not None and hw is not None and hw <= self.precision
+
+    @property
+    def samples_needed(self) -> int | None:
+        """The samples that would settle an inconclusive pair (at its samples' length)."""
+        hw = self.half_width
+        if self.precision is not None and hw is not None and not self.precise and self.verdict == "inconclusive":
+            return math.ceil(self.n * (hw / self.precision) ** 2)
+        return self.effect.samples_needed
 
     @property
     def n(self) -> int:
@@ -197,12 +283,18 @@ def _us(cpu_s: float | None, pkts: int) -> float | None:
     return cpu_s / pkts * 1e6 if cpu_s is not None and cpu_s > 0 and pkts > 0 else None
 
 
+def _loss_pct(side: DuetSideRecord | None) -> float | None:
+    return side.lost_pkts / side.sent_pkts * 100.0 if side is not None and side.sent_pkts > 0 else None
+
+
 def sample_figures(campaign: Campaign, rec: DuetSampleRecord) -> DuetSampleFigures:
     a, b = rec.side("a"), rec.side("b")
     ok_samples = {(s.case_id, s.index) for s in campaign.samples if s.status == "ok"}
     both_ok = a is not None and b is not None and all((s.case_id, rec.sample) in ok_samples for s in (a, b))
-    us_a = _us(a.cpu_s, a.processed_pkts) if a else None
-    us_b = _us(b.cpu_s, b.processed_pkts) if b else None
+    us_a = _us(a.cost_s, a.processed_pkts) if a else None
+    us_b = _us(b.cost_s, b.processed_pkts) if b else None
+    sent = a.sent_pkts if a else 0
+    unattributed = sum(rec.softirq_s) / sent * 1e6 if rec.softirq_s is not None and sent > 0 else None
     ratio = us_b / us_a if both_ok and us_a and us_b else None
     seconds: list[float] = []
     if both_ok and rec.span_start_unix is not None:
@@ -211,7 +303,9 @@ def sample_figures(campaign: Campaign, rec: DuetSampleRecord) -> DuetSampleFigur
     return DuetSampleFigures(
         index=rec.sample, swapped=rec.swapped, status="ok" if both_ok else (rec.status if rec.status != "ok" else "incomplete"),
         exact=both_ok and bool(a and b and a.exact and b.exact), a_us_per_pkt=us_a, b_us_per_pkt=us_b, ratio=ratio,
-        seconds=tuple(seconds), second_median=median(seconds), second_ci=median_ci(seconds))
+        seconds=tuple(seconds), second_median=median(seconds), second_ci=median_ci(seconds),
+        a_loss_pct=_loss_pct(a), b_loss_pct=_loss_pct(b), a_mem_bytes=a.mem_peak_bytes if a else None,
+        b_mem_bytes=b.mem_peak_bytes if b else None, unattributed_us_per_pkt=unattributed)
 
 
 def _replay_end(campaign: Campaign, case_id: str, index: int) -> float | None:
@@ -241,15 +335,18 @@ def duet_results(campaign: Campaign, *, min_effect_pct: float = DEFAULT_MIN_EFFE
             continue
         figures = tuple(sample_figures(campaign, r) for r in records)
         ratios = [f.ratio for f in figures if f.ratio is not None]
-        field = axis_field(first.axis)
-        values = [_param(campaign, c, field) for c in (a.case_id, b.case_id)]
+        side_field = axis_field(first.axis)
+        values = [_param(campaign, c, side_field) for c in (a.case_id, b.case_id)]
+        labels = tuple(dict.fromkeys(label for r in records for s in r.sides for label in s.labels))
         out.append(DuetResult(
             pair_id=pair_id, axis=first.axis, a_case=a.case_id, b_case=b.case_id, a_value=values[0],
             b_value=values[1], samples=figures, ratio=median(ratios), ratio_ci=median_ci(ratios, level),
             ci_level=ci_coverage(len(ratios), level) if ratios else 0.0,
             effect=ratio_effect(ratios, min_effect_pct=min_effect_pct, level=level), position=position_effect(figures),
             placement=first.placement, mirror=first.mirror,
-            search=search_figures(campaign.searches.get(a.case_id), campaign.searches.get(b.case_id))))
+            search=search_figures(campaign.searches.get(a.case_id), campaign.searches.get(b.case_id)),
+            ref=first.ref if first.ref is not None else values[0], cell=dict(first.cell), labels=labels,
+            precision=campaign.doc.spec.duet.precision, replay_s=first.replay_s))
     return out
 
 
@@ -276,12 +373,20 @@ def pair_row(r: DuetResult) -> Row:
     if len(seconds) >= 2:
         spread = [_round(seconds[int(0.05 * (len(seconds) - 1))]), _round(seconds[math.ceil(0.95 * (len(seconds) - 1))])]
     return {
-        "case": r.pair_id, "duet_pair": r.pair_id, "duet_axis": r.axis,
+        "case": r.pair_id, "duet_pair": r.pair_id, "duet_axis": r.axis, "duet_ref": r.ref, "duet_cell": dict(r.cell),
         "duet_ratio": _round(r.ratio), "duet_ratio_ci": [_round(r.ratio_ci[0]), _round(r.ratio_ci[1])] if r.ratio_ci else None,
-        "duet_verdict": e.verdict if e.verdict != "n/a" else "inconclusive",
+        "duet_verdict": r.verdict,
         "duet_ratio_ci_level": round(r.ci_level, 4), "ci_level": round(r.ci_level, 4),
         "duet_effect_pct": _round(e.effect_pct, 4),
-        "duet_min_effect_pct": e.min_effect_pct, "duet_samples_needed": e.samples_needed,
+        "duet_min_effect_pct": e.min_effect_pct, "duet_samples_needed": r.samples_needed,
+        "duet_loss_diff_pp": _round(r.loss_diff_pp, 4), "duet_loss_diff_ci": _pair(r.loss_diff_ci, 4),
+        "duet_mem_ratio": _round(r.mem_ratio), "duet_unattributed_us_per_pkt": _round(r.unattributed_us_per_pkt, 4),
+        "duet_a_us_per_pkt": _round(r.side_median("a_us_per_pkt"), 4),
+        "duet_b_us_per_pkt": _round(r.side_median("b_us_per_pkt"), 4),
+        "duet_a_loss_pct": _round(r.side_median("a_loss_pct"), 4), "duet_b_loss_pct": _round(r.side_median("b_loss_pct"), 4),
+        "duet_a_mem_bytes": _int(r.side_median("a_mem_bytes")), "duet_b_mem_bytes": _int(r.side_median("b_mem_bytes")),
+        "duet_labels": list(r.labels), "duet_precision": r.precision,
+        "duet_precision_met": r.precise if r.precision is not None else None, "duet_replay_s": r.replay_s,
         "duet_samples": r.n, "duet_samples_exact": r.exact, "duet_a": r.a_case, "duet_b": r.b_case,
         "duet_a_value": r.a_value, "duet_b_value": r.b_value, "duet_position_ratio": _round(r.position),
         "duet_seconds": len(seconds), "duet_seconds_ratio_p5_p95": spread,
@@ -289,6 +394,10 @@ def pair_row(r: DuetResult) -> Row:
         "status": "ok" if r.n else "no sample with both sides ok",
         **(search_row(r.search) if r.search is not None else {}),
     }
+
+
+def _int(x: float | None) -> int | None:
+    return None if x is None else round(x)
 
 
 def _pair(ci: tuple[float, float] | None, digits: int = 6) -> list[JsonValue] | None:

@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 
 from idsbench.analysis.duet import DuetResult, duet_results
 from idsbench.analysis.effect import describe
-from idsbench.report.duet_out import search_line
+from idsbench.report.duet_out import cell_label, search_line
 from idsbench.report.fmt import number
 from idsbench.report.style import finish_axes, new_figure, save
 from idsbench.store.reader import Campaign
@@ -62,6 +62,15 @@ def seconds_figure(r: DuetResult) -> Figure | None:
     return fig
 
 
+def _verdict_text(r: DuetResult) -> str:
+    if r.verdict == "emulated":
+        return "emulated (a side ran under TCG: its figures are shown, never judged)"
+    if r.verdict != (r.effect.verdict if r.effect.verdict != "n/a" else "inconclusive"):
+        return (f"inconclusive: the CI's half-width ±{(r.half_width or 0):.2%} is wider than the precision asked "
+                f"(±{(r.precision or 0):.2%}); ~{r.samples_needed} samples would settle it")
+    return describe(r.effect).replace(" per side", "")
+
+
 def duet_section(campaign: Campaign, figures_dir: Path) -> list[dict[str, Any]]:  # Any: a Jinja template's view
     """The template's view of every pair (empty for a single-mode campaign)."""
     out = []
@@ -75,7 +84,11 @@ def duet_section(campaign: Campaign, figures_dir: Path) -> list[dict[str, Any]]:
         out.append({
             "pair": r.pair_id, "axis": r.axis or "none (A/A)", "a": side_label(r, "a"), "b": side_label(r, "b"),
             "a_case": r.a_case, "b_case": r.b_case, "ratio": _ratio(r.ratio), "ci": _ci(r.ratio_ci),
-            "level": f"{r.ci_level:.1%}", "verdict": describe(r.effect).replace(" per side", ""), "n": r.n, "exact": r.exact,
+            "level": f"{r.ci_level:.1%}", "verdict": _verdict_text(r), "n": r.n, "exact": r.exact,
             "samples": rows, "calibration": calibration_text(r), "placement": r.placement, "mirror": r.mirror,
+            "cell": cell_label(r.cell), "mem_ratio": _ratio(r.mem_ratio),
+            "loss_diff": ("–" if r.loss_diff_pp is None else f"{r.loss_diff_pp:+.3f} pp")
+                         + (f" [{r.loss_diff_ci[0]:+.3f}, {r.loss_diff_ci[1]:+.3f}]" if r.loss_diff_ci else ""),
+            "unattributed": "–" if r.unattributed_us_per_pkt is None else f"{r.unattributed_us_per_pkt:.3f} µs",
             "figure": image.data_uri() if image else None, "search": search_line(r).split(" search: ", 1)[1] if r.search else None})
     return out

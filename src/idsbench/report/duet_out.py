@@ -5,13 +5,15 @@ packet judged on the paired per-sample ratios)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping, Sequence
 
 from idsbench.analysis.compare import Comparison, compare_tables
 from idsbench.analysis.duet import DuetResult, pair_row
+from idsbench.analysis.stats import median
 from idsbench.metrics import metric
 from idsbench.report import compare_out, export, tables
-from idsbench.report.table import Column, table
+from idsbench.report.table import Column, Table, Text, Value, table
 from idsbench.store.schema import CaseResult
 
 PAIRED_METRIC = "sensor_us_per_pkt"
@@ -24,7 +26,67 @@ def results_text(fmt: str, rows: Sequence[CaseResult], pairs: Sequence[DuetResul
         return export.to_json(records)
     if fmt == "csv":
         return export.to_csv(records)
-    return tables.to_table(rows) + "\n" + pairs_table(pairs)
+    return tables.to_table(rows) + "\n" + pairs_table(pairs) + "\n" + export.to_text(study_table(pairs)) + "\n"
+
+
+def cell_label(cell: Mapping[str, object]) -> str:
+    """A cell's column title: its axes' short names and values ("replayers=2"); "all" for none."""
+    return ", ".join(f"{key.split('.')[-1]}={value}" for key, value in cell.items()) or "all"
+
+
+def study_table(pairs: Sequence[DuetResult]) -> Table:
+    """The study's table, paired: rows = the side axis's values (the reference first), columns = the
+    matrix's cells (load levels …). A side b's entry: its ratio of CPU per packet to the reference with
+    the CI, the loss difference b − a (percentage points) with its CI, the memory ratio, the NDR ratio
+    where searched, and its verdict; under it the absolute figures (µs per packet, loss %). The
+    reference's entry: its own absolute figures (the median over its pairs in that cell)."""
+    cells = list(dict.fromkeys(json.dumps(p.cell, sort_keys=False) for p in pairs))
+    axis = next((p.axis for p in pairs if p.axis), None)
+    ref = next((p.ref for p in pairs if p.ref is not None), None)
+    values = list(dict.fromkeys([ref or "A/A", *(p.b_value or "A/A" for p in pairs)]))
+    by = {(json.dumps(p.cell, sort_keys=False), p.b_value or "A/A"): p for p in pairs}
+    rows: list[list[Value]] = []
+    for value in values:
+        row: list[Value] = [Text(f"{value} (reference)" if value == ref and axis else value)]
+        for cell in cells:
+            if value == ref and axis:
+                refs = [p for p in pairs if json.dumps(p.cell, sort_keys=False) == cell]
+                us = median([p.side_median("a_us_per_pkt") for p in refs])
+                loss = median([p.side_median("a_loss_pct") for p in refs])
+                row.append(Text(f"{_num3(us)} µs/pkt", note=f"loss {_pct(loss)}"))
+                continue
+            p = by.get((cell, value))
+            row.append(_study_entry(p) if p is not None else Text("–"))
+        rows.append(row)
+    columns = [Column("value", axis or "duet (A/A)"), *(Column(c, cell_label(json.loads(c)), "right") for c in cells)]
+    notes = ["each entry: CPU per packet b / reference [CI], Δloss = b − a in percentage points [CI], memory "
+             "ratio b/a, NDR ratio where searched, the verdict; under it the absolute figures",
+             "unattributed: host softirq time per packet (the mirror and delivery paths) no side is charged for"]
+    return table(columns, rows, title="study table (paired)", notes=notes)
+
+
+def _study_entry(p: DuetResult) -> Text:
+    ci = f" [{_num(p.ratio_ci[0])}–{_num(p.ratio_ci[1])}]" if p.ratio_ci else ""
+    diff_ci = p.loss_diff_ci
+    loss = f"Δloss {_pp(p.loss_diff_pp)}" + (f" [{_pp(diff_ci[0])}, {_pp(diff_ci[1])}]" if diff_ci else "")
+    mem = f"mem ×{p.mem_ratio:.3f}" if p.mem_ratio is not None else "mem –"
+    ndr = f"; NDR ×{_num(p.search.ratio)}" if p.search is not None and p.search.ratio is not None else ""
+    absolute = (f"{_num3(p.side_median('b_us_per_pkt'))} µs/pkt vs {_num3(p.side_median('a_us_per_pkt'))}, "
+                f"loss {_pct(p.side_median('b_loss_pct'))}; unattributed {_num3(p.unattributed_us_per_pkt)} µs/pkt; "
+                f"{p.exact}/{len(p.samples)} exact")
+    return Text(f"{_num(p.ratio)}{ci}; {loss}; {mem}{ndr}; {_verdict(p)}", note=absolute)
+
+
+def _num3(x: float | None) -> str:
+    return "–" if x is None else f"{x:.3f}"
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{x:.2f}%"
+
+
+def _pp(x: float | None) -> str:
+    return "–" if x is None else f"{x:+.2f} pp"
 
 
 def pairs_table(pairs: Sequence[DuetResult]) -> str:
@@ -62,12 +124,13 @@ def _num(x: object) -> str:
 
 
 def _verdict(p: DuetResult) -> str:
-    e = p.effect
-    v = e.verdict if e.verdict != "n/a" else "inconclusive"
-    if v == "inconclusive" and e.samples_needed:
-        return f"inconclusive (~{e.samples_needed} samples)"
+    v = p.verdict
+    if v == "inconclusive" and p.samples_needed:
+        return f"inconclusive (~{p.samples_needed} samples{f' of {p.replay_s:g} s' if p.replay_s else ''})"
     if v == "same":
-        return f"same (±{e.min_effect_pct:g}%)"
+        return f"same (±{p.effect.min_effect_pct:g}%)"
+    if v == "emulated":
+        return "emulated (not judged)"
     return v
 
 

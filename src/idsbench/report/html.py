@@ -90,6 +90,7 @@ def write_report(campaign_dir: Path | str, *, baseline: str = "baremetal",
         profiles=profiles, profile_event=RECORD_EVENT, ab=ab_section(campaign, rows),
         rule_costs=rules_out.report_views(campaign), compared=_axis_views(rows),
         duet=duet_section(campaign, figures_dir(root)),
+        duet_study=export.to_html(duet_out.study_table(pairs)) if pairs else None,
     )
     return write_report_html(root, html)
 

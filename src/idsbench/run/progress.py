@@ -38,6 +38,12 @@ class Progress:
         if self._rich is not None:
             self._rich.__exit__(*exc)
 
+    def set_total(self, total_samples: int) -> None:
+        """The samples the campaign now expects (a duet's precision plan adds some)."""
+        self.total = total_samples
+        if self._rich is not None:
+            self._rich.update(self._task, total=total_samples)
+
     def skip(self, sample_id: str) -> None:
         self.skipped += 1
         self.done += 1

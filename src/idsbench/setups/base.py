@@ -99,6 +99,17 @@ class Setup(Protocol):
 
 
 @runtime_checkable
+class IsolationProcesses(Protocol):
+    """A setup whose isolation runs host processes outside the sensor's cgroup (a container runtime's
+    conmon, containerd-shim, the attached client): a duet side's cost includes their CPU
+    (run/duet/hostcost.py). A VM's qemu is inside the sensor's cgroup and needs none."""
+
+    def isolation_pids(self) -> list[int]:
+        """Their PIDs, known once launched ([] before)."""
+        ...
+
+
+@runtime_checkable
 class HostSide(Protocol):
     """A setup that runs host-side processes for the sensor (qemu, a container runtime): the
     `[profile]` host-side profile attaches to them (profile/hostside.py)."""

@@ -1,12 +1,15 @@
 """Duet mode, the spec's side: which axes may differ side by side (`SIDE_AXES`, the one place they are
-declared), which may not, and the check that refuses a duet spec that cannot run (at load:
-`spec.load`). How the cases pair into sides a and b is the plan's (`plan.duet_pairs`). See
+declared), which make the matrix of duets (`CELL_AXES`), and the check that refuses a duet spec that
+cannot run (at load: `spec.load`). How the cases pair into sides is the plan's (`plan.duet_pairs`). See
 docs/duet.md.
 
 A duet runs two sensors at the same time on the same packets (one replay mirrored to both) and judges
-their cost ratio b/a. Exactly one axis of `SIDE_AXES` has two values — its values are sides a and b, in
-the order written — or none has (an A/A duet: both sides the same case, which measures the method's
-own asymmetry). A later axis that may differ side by side joins `SIDE_AXES` with one line.
+their cost ratio b/a. At most one axis of `SIDE_AXES` has several values — its first value is the
+reference (side a), and every other value runs against it as side b (k values: k − 1 pairs) — or none
+has (an A/A duet: both sides the same case, which measures the method's own asymmetry). Every other axis
+(`CELL_AXES`: traces, rate, replayers, limits …) may have several values: each combination is one cell,
+and each cell holds its own pairs; both sides of a pair always share the cell's values (one replay).
+A later axis that may differ side by side joins `SIDE_AXES` with one line.
 """
 
 from __future__ import annotations
@@ -31,42 +34,43 @@ class SideAxis:
     values: Callable[[Spec], Sequence[Any]]
 
 
-# The axes that may differ between the two sides (one line per axis; threads, capture, bypass join here).
+# The axes that may differ between the two sides (one line per axis; threads, bypass join here).
 SIDE_AXES: tuple[SideAxis, ...] = (
     SideAxis("sensor.engine", "engine", lambda s: s.sensor.engine),
     SideAxis("sensor.rules", "rules", lambda s: [name for name, _ in s.sensor.ruleset_axis()]),
     SideAxis("sensor.config", "config", lambda s: s.sensor.config),
     SideAxis("sensor.capture", "capture", lambda s: s.sensor.capture),  # capture settings (issue 29)
+    SideAxis("setup.kinds", "setup", lambda s: s.setup.kinds),  # the isolation levels (issue 42)
 )
 
 
 @dataclass(frozen=True)
-class FixedAxis:
-    """An axis that must have one value in a duet, and why."""
+class CellAxis:
+    """An axis of the matrix of duets: both sides of a pair share its value (`field`, a `plan.Case`
+    attribute); each combination of these axes' values is one cell (`duet_cell` names it by `key`)."""
 
     key: str
+    field: str
     values: Callable[[Spec], Sequence[Any]]
-    why: str
 
 
-_ONE_REPLAY = "both sides see the one replay's packets"
-FIXED_AXES: tuple[FixedAxis, ...] = (
-    FixedAxis("traffic.traces", lambda s: s.traffic.traces, _ONE_REPLAY),
-    FixedAxis("traffic.rate", lambda s: s.traffic.rate, _ONE_REPLAY),
-    FixedAxis("traffic.replayers", lambda s: s.traffic.replayers, _ONE_REPLAY),
-    FixedAxis("traffic.sender", lambda s: s.traffic.sender, _ONE_REPLAY),
-    FixedAxis("setup.kinds", lambda s: s.setup.kinds, "both sensors run in the same kind of setup"),
-    FixedAxis("setup.cpus", lambda s: s.setup.cpus, "both sides get identical limits"),
-    FixedAxis("setup.memory", lambda s: s.setup.memory, "both sides get identical limits"),
-    FixedAxis("sensor.threads", lambda s: s.sensor.threads, "both sides run as many workers on as many CPUs"),
+CELL_AXES: tuple[CellAxis, ...] = (
+    CellAxis("traffic.traces", "trace", lambda s: s.traffic.trace_refs()),
+    CellAxis("traffic.rate", "rate", lambda s: s.traffic.rate),
+    CellAxis("traffic.replayers", "replayers", lambda s: s.traffic.replayers),
+    CellAxis("traffic.sender", "sender", lambda s: s.traffic.sender),
+    CellAxis("setup.cpus", "cpus", lambda s: s.setup.cpus),
+    CellAxis("setup.memory", "memory", lambda s: s.setup.memory),
+    CellAxis("sensor.threads", "threads", lambda s: s.sensor.threads),
+    CellAxis("sensor.bypass", "bypass", lambda s: s.sensor.bypass),
 )
 
-# Setup kinds a duet runs in: each side gets its own sensor namespace on the mirror.
-DUET_SETUPS = ("baremetal", "container", "container-vtap")
+# Setup kinds a duet side runs in: each side gets its own sensor namespace on the mirror. `vm`: the whole
+# guest (vCPUs, emulator, vhost) is the side's cgroup; under TCG its figures are labelled `emulated`.
+DUET_SETUPS = ("baremetal", "container", "container-vtap", "vm")
 _SETUP_REFUSED = {
-    "vm": "a VM pair would need two guests whose vCPUs, vhost workers and emulator threads the host "
-          "schedules apart from the sensors, and the guests' virtio paths are invisible to the host's "
-          "accounting: their costs would not be the sensors' alone",
+    "vm-vfio": "its sensor owns a PCI function of a NIC, which the duet's mirror (two veth copies in this "
+               "host's namespaces) cannot feed",
 }
 
 
@@ -76,37 +80,36 @@ def side_axes_of(spec: Spec) -> list[tuple[SideAxis, list[Any]]]:
 
 
 def check_duet(spec: Spec) -> None:
-    """SpecError naming the fix when a `mode = "duet"` spec cannot run as one; nothing for a single one."""
+    """SpecError naming the fix when a `mode = "duet"` spec cannot run as one; for a single one, only that
+    it has no `[duet]` settings."""
     if spec.mode != "duet":
+        if spec.duet.precision is not None or spec.duet.budget_s is not None:
+            raise SpecError("[duet] precision and budget_s apply to mode = \"duet\" campaigns; the spec is "
+                            "mode = \"single\".", fix="add mode = \"duet\", or remove the [duet] table.")
         return
-    names = ", ".join(a.key for a in SIDE_AXES)
     if spec.hosts is not None:
         raise SpecError("mode = \"duet\" runs on this machine only (its mirror is a hub in a local namespace); "
                         "the spec has [hosts].", fix="remove [hosts], or run the cases with mode = \"single\".")
-    for fixed in FIXED_AXES:
-        values = list(fixed.values(spec))
-        if len(values) > 1:
-            raise SpecError(
-                f"mode = \"duet\": {fixed.key} has {len(values)} values; it cannot differ side by side ({fixed.why}).",
-                fix=f"give {fixed.key} one value (run one duet per value); the sides of a duet may differ "
-                    f"only in one of {names}.")
     for kind in spec.setup.kinds:
         if kind not in DUET_SETUPS:
             why = _SETUP_REFUSED.get(kind, "it has no duet support")
             raise SpecError(f"mode = \"duet\" does not run in setup kind {kind!r}: {why}.",
-                            fix=f"use setup.kinds = one of {', '.join(map(repr, DUET_SETUPS))}.")
+                            fix=f"use setup.kinds among {', '.join(map(repr, DUET_SETUPS))}.")
     varying = side_axes_of(spec)
     if len(varying) > 1:
         listed = " and ".join(f"{a.key} ({len(v)} values)" for a, v in varying)
-        raise SpecError(f"mode = \"duet\": {listed} both have several values; the two sides of a duet differ "
-                        "on one axis only.",
-                        fix="keep two values on one of them and one value on the others (one duet per "
-                            "comparison), or run the matrix with mode = \"single\".")
+        raise SpecError(f"mode = \"duet\": {listed} both have several values: which are the sides? The sides "
+                        "of a duet differ on one axis only.",
+                        fix="keep several values on one of them (its first value is the reference, side a) and "
+                            "one value on the others (one campaign per comparison), or run the matrix with "
+                            "mode = \"single\".")
     for axis, values in varying:
-        if len(values) != 2:
-            raise SpecError(f"mode = \"duet\": {axis.key} has {len(values)} values ({', '.join(map(str, values))}); "
-                            "a duet has two sides, a and b.",
-                            fix=f"give {axis.key} exactly two values (a first, b second), or one for an A/A duet.")
+        repeated = sorted({str(v) for v in values if values.count(v) > 1})
+        if repeated:
+            raise SpecError(f"mode = \"duet\": the side axis {axis.key} lists {', '.join(repeated)} more than once; "
+                            "each value is one side.",
+                            fix=f"list each value of {axis.key} once (the first is the reference; for an A/A duet "
+                                "give one value).")
     if spec.profile.perf:
         raise SpecError("mode = \"duet\" does not run [profile] perf yet (its profiler follows one sensor).",
                         fix="set profile.perf = false, or profile the sides with mode = \"single\".")

@@ -519,6 +519,26 @@ class Profile(_Frozen):
     top: int = Field(25, ge=1, le=500, description="Functions kept per sample.")
 
 
+class DuetPrecision(_Frozen):
+    """`[duet]` of a mode = "duet" spec: the precision asked of every pair's cost ratio, and the time it
+    may take (run/duet/precision.py plans the samples' number and length for it)."""
+
+    precision: float | None = Field(None, gt=0, lt=0.5, description="The CI half-width asked of every pair's cost "
+                                    "ratio (0.01 = ±1%): a calibration sample per pair, then samples lengthened "
+                                    "or added until each pair's CI is within it, or budget_s ends (then "
+                                    "`inconclusive` with the samples that would settle it). Unset: the spec's "
+                                    "samples as they are.")
+    budget_s: float | None = Field(None, gt=0, description="The campaign's wall time at most when precision is "
+                                   "asked (unset: 1800 s); the plan printed at the start says whether it suffices.")
+
+    @model_validator(mode="after")
+    def _budget_needs_precision(self) -> DuetPrecision:
+        if self.budget_s is not None and self.precision is None:
+            raise ValueError("budget_s bounds the samples added to reach `precision`; give precision too "
+                             "(e.g. precision = 0.01), or remove budget_s")
+        return self
+
+
 class Spec(_Frozen):
     """An idsbench spec (TOML): the top-level keys and one table per section."""
 
@@ -533,9 +553,12 @@ class Spec(_Frozen):
         "than one case has more than one sample. The order run is recorded in campaign.json, not in the spec's "
         "dump.")
     mode: Literal["single", "duet"] = Field(
-        "single", description="\"duet\": two sensors side by side on one replay (docs/duet.md): exactly one side "
-        "axis (sensor.engine, rules, config, capture) has two values — sides a and b in the order written — or "
-        "none (an A/A duet).")
+        "single", description="\"duet\": two sensors side by side on one replay (docs/duet.md): at most one side "
+        "axis (sensor.engine, rules, config, capture, setup.kinds) has several values — its first is the reference, "
+        "side a, and every other value runs against it as side b — or none (an A/A duet); every other axis may "
+        "have several values, each combination one cell of the matrix of duets.")
+    duet: DuetPrecision = Field(default_factory=DuetPrecision, description="[duet]: the precision asked of every "
+                                "pair's ratio and the time it may take (mode = \"duet\").")
     traffic: Traffic = Field(default_factory=Traffic, description="What is replayed.")
     sensor: Sensor = Field(default_factory=Sensor, description="The engine, rules and settings.")
     setup: Setup = Field(default_factory=Setup, description="Isolation and limits.")
@@ -558,6 +581,8 @@ class Spec(_Frozen):
         data.pop("order", None)
         if data.get("mode") == "single":
             data.pop("mode")
+        if data.get("duet") == {"precision": None, "budget_s": None}:
+            data.pop("duet")
         return data
 
     def trace_rulesets(self) -> list[tuple[str, list[tuple[str, list[str]]]]]:

@@ -13,10 +13,10 @@ import csv
 import io
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, JsonValue
 
 from idsbench.store.atomic import write_csv, write_json
-from idsbench.store.layout import DUET_DIR, DUET_FILE, MONITOR_FILE
+from idsbench.store.layout import DUET_DIR, DUET_FILE, DUET_PLAN_FILE, MONITOR_FILE
 from idsbench.store.schema import Record
 from idsbench.store.series_file import complete_text, series_rows
 
@@ -29,22 +29,35 @@ class DuetSideRecord(Record):
     quota: float | None = None                 # its CPU limit in cores (None: none)
     status: str = "ok"                         # the side's sample verdict
     cpu_s: float | None = None                 # its cgroup's CPU time over the common span
+    isolation_cpu_s: float | None = None       # its setup's host processes outside the cgroup (a container
+                                               # runtime's), over the span; None: the setup has none
     processed_pkts: int = 0                    # packets it decoded (its final counters)
     sent_pkts: int = 0                         # what the replay sent (the same for both sides)
     lost_pkts: int = 0                         # every loss of its waterfall, unaccounted included
     exact: bool = False                        # ok, no loss, decoded = sent
+    mem_peak_bytes: int | None = None          # its cgroup's peak memory over the sample (a VM: the whole qemu)
+    labels: tuple[str, ...] = ()               # its setup's labels ("emulated": a VM under TCG)
+
+    @property
+    def cost_s(self) -> float | None:
+        """What its isolation cost the host over the span: its cgroup and its isolation processes."""
+        return None if self.cpu_s is None else self.cpu_s + (self.isolation_cpu_s or 0.0)
 
 
 class DuetSampleRecord(Record):
     pair_id: str
     sample: int
     axis: str | None = None                    # the side axis that differs (None: A/A)
+    ref: str | None = None                     # side a's value of that axis (the reference)
+    cell: dict[str, JsonValue] = Field(default_factory=dict)  # the matrix's other axes' values (plan.DuetPair)
+    replay_s: float | None = None              # the replay's length asked (a precision plan may lengthen it)
     swapped: bool = False                      # side a took slot 1
     placement: str = "shared"                  # run/duet/place.py: split | shared
     mirror: str = "mirred"                     # wire/mirror.py method
     sender_cpus: tuple[int, ...] = ()
     span_start_unix: float | None = None       # the common span: replay start …
     span_end_unix: float | None = None         # … to both sides drained
+    softirq_s: tuple[float, ...] | None = None  # each CPU's softirq time over the span (run/duet/hostcost.py)
     sides: tuple[DuetSideRecord, ...] = Field(default_factory=tuple)  # a, then b
     status: str = "ok"                         # ok when both sides are ok, else the first side's failure
     reason: str | None = None
@@ -58,6 +71,40 @@ def write_duet_record(pair_dir: Path, record: DuetSampleRecord) -> Path:
     path = pair_dir / DUET_FILE
     write_json(path, record.model_dump(mode="json"))
     return path
+
+
+class PairPlanRecord(Record):
+    pair_id: str
+    replay_s: float                            # each sample's replay length
+    expected_half_width: float                 # the CI half-width expected (relative)
+    cpu_per_s: tuple[float, float]             # calibration: each side's CPU-s per replay second
+    overhead_s: float                          # calibration: a sample's wall time beyond its replay
+
+
+class DuetPlanRecord(Record):
+    """`duet/plan.json`: a precision plan as the campaign printed it at its start (run/duet/precision.py)."""
+
+    precision: float
+    budget_s: float
+    samples: int                               # planned samples per pair (more are added while short)
+    pairs: tuple[PairPlanRecord, ...]
+    total_s: float                             # the expected wall time of the planned samples
+    feasible: bool                             # the precision was expected within the budget
+    best_s: float | None = None                # the time the precision needs
+    lines: tuple[str, ...] = ()                # as printed
+    planned_unix: float = 0.0                  # when the plan was made (after the calibration)
+    calibration_s: float = 0.0                 # the calibration's wall time
+
+    def pair(self, pair_id: str) -> PairPlanRecord | None:
+        return next((p for p in self.pairs if p.pair_id == pair_id), None)
+
+
+def read_plan(campaign_root: Path) -> DuetPlanRecord | None:
+    """The campaign's precision plan (None: it asked no precision, or the file is unreadable)."""
+    try:
+        return DuetPlanRecord.model_validate_json((campaign_root / DUET_DIR / DUET_PLAN_FILE).read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def duet_samples(campaign_root: Path) -> dict[str, list[DuetSampleRecord]]:

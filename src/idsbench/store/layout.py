@@ -71,6 +71,9 @@ LAB_INNER_FILE = "inner.json"          # what the outer VM saw (lab/vfio_inner.p
 LAB_QEMU_EVENTS_FILE = "qemu-events.json"  # the outer qemu's trace events, counted
 LAB_CAMPAIGN_DIR = "campaign"          # the campaign run in the outer VM
 
+DUET_PLAN_FILE = "plan.json"   # <campaign>/duet/plan.json: a precision plan (run/duet/precision.py) as printed
+DUET_CALIBRATION_DIR = "duet-calibration"  # <campaign>/duet-calibration/: a campaign layout of its own for
+                                           # the calibration samples (one per pair; read by no analysis)
 KEPT_ON_RESUME = ("ok", "invalid", "oom")
 
 

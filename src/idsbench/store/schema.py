@@ -48,6 +48,7 @@ class CaseParams(Record):
     duet_side: str | None = None  # mode = "duet": the side ("a" or "b") this case is (plan.duet_pairs)
     capture: str | None = None  # sensor.capture: the capture method asked (None: the engine's default)
     bypass: str | None = None  # sensor.bypass: the flow bypass mode asked (None: off)
+    duet_versus: str | None = None  # mode = "duet", k > 2 sides: the side b value this reference case ran beside
 
 
 class PlannedCase(CaseParams):

@@ -7,11 +7,13 @@ and duet.json to `duet/<pair>/s<k>/`; each side's monitor.csv is its view of the
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from idsbench.accounting import waterfall_of
+from idsbench.analysis.sample import resources_in_window
 from idsbench.errors import IdsbenchError
 from idsbench.plan import Case, DuetPair
 from idsbench.run.context import CampaignContext
@@ -47,12 +49,17 @@ class DuetSampleOutcome:
 
 class DuetSampleRun:
     def __init__(self, ctx: CampaignContext, pair: DuetPair, index: int, deps: DuetDeps | None = None,
-                 phase: Phase = lambda _p: None, case_ids: tuple[str, str] | None = None):
+                 phase: Phase = lambda _p: None, case_ids: tuple[str, str] | None = None,
+                 replay_s: float | None = None):
         """`case_ids`: store the sides under these planned cases (a duet search's verification runs the
-        planned pair at the load it found)."""
+        planned pair at the load it found). `replay_s`: replay this long (the trace looped; a precision
+        plan's sample length, run/duet/precision.py), the sides stored under the planned cases."""
+        ids = case_ids or (pair.a.case_id, pair.b.case_id)
+        if replay_s is not None:
+            pair = dataclasses.replace(pair, a=dataclasses.replace(pair.a, duration_s=replay_s, loops=1),
+                                       b=dataclasses.replace(pair.b, duration_s=replay_s, loops=1))
         self.ctx, self.pair, self.index, self.phase = ctx, pair, index, phase
         self.deps = deps or DuetDeps()
-        ids = case_ids or (pair.a.case_id, pair.b.case_id)
         self.sides = {name: SideSample(ctx, case, index, self.deps, phase, case_id)
                       for name, case, case_id in (("a", pair.a, ids[0]), ("b", pair.b, ids[1]))}
         self.duet: DuetSession | None = None
@@ -75,7 +82,7 @@ class DuetSampleRun:
         except KeyboardInterrupt:
             raise  # the stack is closed; the sample stays incomplete (no duet.json, maybe no summaries)
         except IdsbenchError as exc:
-            failure = f"{self.pair.a.setup} setup failed: {exc}"
+            failure = f"{'/'.join(dict.fromkeys(c.setup for c in self.pair.sides))} setup failed: {exc}"
         self.phase("collect")
         self._fail_with_the_other(failure)
         if (pair_dir / MONITOR_FILE).is_file():
@@ -89,7 +96,7 @@ class DuetSampleRun:
             write_summary(dirs[name], summary)
             summaries[name] = summary
             warnings += [f"side {name}: {w}" for w in side_warnings]
-        record = self._record(summaries)
+        record = self._record(summaries, dirs)
         write_duet_record(pair_dir, record)
         return DuetSampleOutcome(record, summaries, warnings)
 
@@ -125,7 +132,7 @@ class DuetSampleRun:
             elif other is not None and other.sensor_failure and self.outcome is None:
                 side.setup_failure = f"side {other_name} failed, so the duet sample did not run: {other.sensor_failure}"
 
-    def _record(self, summaries: dict[str, SampleSummary]) -> DuetSampleRecord:
+    def _record(self, summaries: dict[str, SampleSummary], dirs: dict[str, Path]) -> DuetSampleRecord:
         out = self.outcome
         duet = self.duet
         sides = []
@@ -138,17 +145,23 @@ class DuetSampleRun:
             wf = waterfall_of(sent, summary.wire, counters, summary.invisible) if trial else None
             lost = (wf.lost_pkts + max(0, wf.unaccounted_pkts)) if wf else 0
             slot = duet.placement.slots[slot_of(name, self.index)] if duet else None
+            iso = out.side(name).isolation_cpu_s if out else None
+            peak = resources_in_window(dirs[name] / MONITOR_FILE, 0.0, 0.0).sensor_rss_peak_bytes
             sides.append(DuetSideRecord(
                 side=name, case_id=side.case_id, slot=slot_of(name, self.index), cpus=slot.cpus if slot else None,
                 quota=slot.quota if slot else None, status=summary.status,
                 cpu_s=round(cpu.at_drained - cpu.at_start, 6) if cpu else None,
+                isolation_cpu_s=round(iso, 6) if iso is not None else None,
                 processed_pkts=counters.decoded_pkts, sent_pkts=sent, lost_pkts=lost,
-                exact=summary.status == "ok" and lost == 0 and counters.decoded_pkts == sent and sent > 0))
+                exact=summary.status == "ok" and lost == 0 and counters.decoded_pkts == sent and sent > 0,
+                mem_peak_bytes=peak or None, labels=summary.labels))
         bad = [s for s in sides if s.status != "ok"]
         return DuetSampleRecord(
-            pair_id=self.pair.pair_id, sample=self.index, axis=self.pair.axis, swapped=swapped(self.index),
+            pair_id=self.pair.pair_id, sample=self.index, axis=self.pair.axis, ref=self.pair.ref, cell=self.pair.cell,
+            replay_s=self.pair.a.duration_s, swapped=swapped(self.index),
             placement=duet.placement.kind if duet else "", mirror=self.deps.mirror,
             sender_cpus=duet.placement.sender_cpus if duet else (),
             span_start_unix=out.span_start_unix if out else None, span_end_unix=out.span_end_unix if out else None,
+            softirq_s=out.softirq_s if out else None,
             sides=tuple(sides), status=bad[0].status if bad else "ok",
             reason=f"side {bad[0].side}: {summaries[bad[0].side].reason}" if bad else None)

@@ -31,13 +31,14 @@ from idsbench.plan import Case, DuetPair
 from idsbench.proc import Supervisor
 from idsbench.run.context import CampaignContext
 from idsbench.run.drain import drain, near_idle_cores, wire_record
+from idsbench.run.duet.hostcost import isolation_cpu_s, softirq_delta, softirq_s, thread_cpu_ns
 from idsbench.run.duet.place import DuetPlacement, PlacementKind, Slot, place, slot_of
 from idsbench.run.facts import case_capture, worker_threads
 from idsbench.run.replay import ReplayOutcome, ReplayPlan, replay_plan
 from idsbench.run.session import Monitor, Phase, SampleDeps, SenderGroup, SensorCpu, SensorSession, TrialOutcome
 from idsbench.run.timeline import Timeline
 from idsbench.run.verdict import describe_exit
-from idsbench.setups.base import SetupRequest
+from idsbench.setups.base import IsolationProcesses, SetupRequest
 from idsbench.store.layout import CONSOLE_FILE, MONITOR_FILE
 from idsbench.store.schema import Placement
 from idsbench.teardown import TeardownStack
@@ -98,6 +99,8 @@ class DuetDeps:
                            Monitor] = real_duet_monitor
     mirror: str = "bpf"                        # wire/mirror.py MIRROR_METHODS
     placement: PlacementKind | None = None     # None: run/duet/place.py chooses (the benchmark forces one)
+    read_softirq: Callable[[], tuple[float, ...]] = softirq_s           # each CPU's softirq seconds so far
+    read_threads: Callable[[Sequence[int]], dict[int, int]] = thread_cpu_ns  # isolation processes' CPU ns
 
 
 @dataclass
@@ -115,6 +118,7 @@ class SideTrial:
     side: str
     slot: int
     outcome: TrialOutcome
+    isolation_cpu_s: float | None = None  # its setup's host processes outside its cgroup, over the span
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,7 @@ class DuetTrialOutcome:
     sides: tuple[SideTrial, ...]          # a, then b
     span_start_unix: float                # the common span both sides' CPU is read over …
     span_end_unix: float                  # … replay start to both drained
+    softirq_s: tuple[float, ...] | None = None  # each CPU's softirq time over the span (hostcost.py)
 
     def side(self, name: str) -> SideTrial:
         return next(s for s in self.sides if s.side == name)
@@ -252,6 +257,8 @@ class DuetSession:
         self.phase("replay")
         self._enter("replay")
         span_start = sd.wall()
+        soft0 = self.deps.read_softirq()
+        iso0 = {side.name: self._isolation_threads(side) for side in self.order}
         cpu0 = {side.name: side.session.cpu_seconds() for side in self.order}
         t0 = sd.monotonic()
         replay = sd.sender.replay(self.sup, plan)
@@ -271,6 +278,8 @@ class DuetSession:
                                       cpu_s=s.cpu_seconds, idle_cores=near_idle_cores(s.allocation),
                                       quiet_conclude_s=quiet.conclude_s if quiet is not None else 0.0)
         cpu2 = {side.name: side.session.cpu_seconds() for side in self.order}
+        iso2 = {side.name: self._isolation_threads(side) for side in self.order}
+        soft2 = self.deps.read_softirq()
         t2, span_end = sd.monotonic(), sd.wall()
         out = []
         for side in self.sides:
@@ -291,8 +300,18 @@ class DuetSession:
             c0, c1, c2 = cpu0[name], cpu1[name], cpu2[name]
             cpu = None if c0 is None or c1 is None or c2 is None else SensorCpu(0.0, c0, c1, c2, t1 - t0, t2 - t1)
             wf = waterfall_of(replay.record.sent_pkts, wire, counters, s.facts.invisible) if counters else None
-            out.append(SideTrial(name, side.slot.index, TrialOutcome(replay, drained, wire, counters, wf, alive, cpu)))
-        return DuetTrialOutcome(replay, tuple(out), span_start, span_end)
+            before_iso, after_iso = iso0[name], iso2[name]
+            iso = None if before_iso is None or after_iso is None else isolation_cpu_s(before_iso, after_iso)
+            out.append(SideTrial(name, side.slot.index, TrialOutcome(replay, drained, wire, counters, wf, alive, cpu),
+                                 iso))
+        return DuetTrialOutcome(replay, tuple(out), span_start, span_end, softirq_delta(soft0, soft2))
+
+    def _isolation_threads(self, side: Side) -> dict[int, int] | None:
+        """The CPU ns of the side's isolation processes outside its cgroup (None: its setup has none)."""
+        setup = side.session.setup
+        if not isinstance(setup, IsolationProcesses):
+            return None
+        return self.deps.read_threads(setup.isolation_pids())
 
     # --- closing ------------------------------------------------------------------------------
     def close(self) -> None:

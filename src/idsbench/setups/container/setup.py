@@ -163,6 +163,10 @@ class Container:
     def overhead_sources(self) -> list[Source]:
         return [ProcessSource(lambda: self._overhead_pids, prefix="isolation")]
 
+    def isolation_pids(self) -> list[int]:
+        """The runtime's processes serving the container (outside its cgroup; a duet side's cost adds them)."""
+        return list(self._overhead_pids)
+
     def host_side(self) -> HostSideTarget | None:
         """The runtime's processes serving the container (as isolation_cpu_pct measures them)."""
         if not self._overhead_pids:
