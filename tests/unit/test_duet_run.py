@@ -146,6 +146,16 @@ def test_duet_sample_runs_both_sides_in_slot_order_and_writes_both_summaries(tmp
     assert header == "t_unix,sensor_cpu_pct,sensor_rx_pkts,sender_tx_pkts"
 
 
+def test_one_witness_on_the_pairs_cpus_gives_both_sides_the_host_speed(tmp_path: Path):
+    ctx, deps, pair = duet_world(tmp_path)
+    out = DuetSampleRun(ctx, pair, 0, deps).run()
+    log = ctx.layout.duet_sample_dir(pair.pair_id, 0) / "witness.csv"
+    assert log.is_file()  # the pair's, in its directory
+    wa, wb = out.summaries["a"].witness, out.summaries["b"].witness
+    assert wa is not None and wb is not None and wa.cpus == (1,)  # shared: both slots on CPU 1
+    assert wa.pieces > 0 and wa.rate == wb.rate
+
+
 def test_odd_samples_swap_the_slots(tmp_path: Path):
     ctx, deps, pair = duet_world(tmp_path)
     rec = DuetSampleRun(ctx, pair, 1, deps).run().record

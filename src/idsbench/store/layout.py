@@ -18,6 +18,7 @@ HOSTS_FILE = "hosts.json"      # a sample run on hosts: pair, clock offsets, art
 CASES_DIR = "cases"
 SUMMARY_FILE = "summary.json"
 MONITOR_FILE = "monitor.csv"
+WITNESS_FILE = "witness.csv"   # the host-speed witness's pieces (monitor/witness.py; store/witness.py reads it)
 COUNTERS_FILE = "counters.csv"
 EVE_FILE = "eve.json"
 SERIES_DIR = "series"
