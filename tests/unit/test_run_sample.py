@@ -18,8 +18,8 @@ import pytest
 from idsbench.campaign_settings import campaign_settings
 from idsbench.errors import EnvironmentMissing, SensorFailed
 from idsbench.monitor import witnessloop
-from idsbench.monitor.witness import WitnessPlan
 from idsbench.monitor.netdev import IfCounters
+from idsbench.monitor.witness import WitnessPlan
 from idsbench.plan import plan
 from idsbench.proc import Supervisor
 from idsbench.run.campaign import run_campaign
