@@ -387,6 +387,8 @@ class TrialRecord(Record):
     backlog_fraction: float | None = None   # work left when the replay ended, over the replay's work
     fell_behind: bool = False         # work beyond the physics allowance was left: behind_pkts > 0
     behind_pkts: int = 0              # the packets of that backlog: not forwarded in time
+    tail_work_s: float | None = None  # the sensor's CPU seconds after the replay ended (idle use taken out)
+    tail_allowance_s: float | None = None  # what of it was no backlog (search/measure.py TailRule)
     accounted: bool = True            # its waterfall closed (else it was repeated, not judged)
     ceiling: bool = False             # the trial that measured the sender's maximum (topspeed)
     repeat: int = 0                   # which whole search (search.repeats) it belongs to
