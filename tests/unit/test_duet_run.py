@@ -254,6 +254,8 @@ def test_a_duet_search_writes_both_sides_results_and_the_pair_row(tmp_path: Path
     assert a.results[0].lower_bound and a.results[0].verified and b.results[0].verified
     assert len(a.repeats) == len(b.repeats) == 2 and len(a.trials) == len(b.trials) > 0
     assert [t.index for t in a.trials] == [t.index for t in b.trials]  # one duet trial = one record per side
+    # the pair's witness: each trial's host speed over its replay (the fake's pieces: 1,000 iterations per ms)
+    assert {t.witness_rate for t in (*a.trials, *b.trials)} == {1.0}
     assert any("answered by a trial the other side's controller asked for" in n for n in a.notes)
     assert EVENTS.count("launch a") == 3  # a warm pair per repeat, a fresh pair for the verification
     campaign = load_campaign(ctx.layout.root)

@@ -49,7 +49,7 @@ from idsbench.run.session import Phase
 from idsbench.search import mlr
 from idsbench.search.axis import Axis, axis_for
 from idsbench.search.campaign import describe
-from idsbench.search.measure import Allocation, Carry, Trial, trial_count, trial_record
+from idsbench.search.measure import Allocation, Carry, Trial, trial_count, trial_record, witness_rate
 from idsbench.search.run import CONTROLLER, loss_of_sample, median_results, tolerance_result
 from idsbench.spec import Spec
 from idsbench.store import atomic
@@ -251,7 +251,7 @@ class DuetTrials:
                 self.note(f"trial {index}: side {name}: {record.sensor_failed}")
             elif not record.accounted and not side.session.resync():
                 self.note(f"trial {index}: side {name}'s counters never caught up with its interface")
-            records[name] = record
+            records[name] = record.model_copy(update={"witness_rate": witness_rate(side.session, record)})
         for name, record in records.items():
             self.records[name].append(record)
         return records

@@ -41,6 +41,7 @@ from idsbench.search import mlr
 from idsbench.search.axis import Axis
 from idsbench.sensors.base import Counters
 from idsbench.store.schema import TrialRecord
+from idsbench.store.witness import read_witness, span_rate
 from idsbench.teardown import TeardownStack
 from idsbench.traffic.rewrite import MAX_INDEX, distinct_copy
 
@@ -229,7 +230,7 @@ class Measurer(AbstractMeasurer):  # type: ignore[misc]
         record, self.carry = trial_record(self.axis, trial, outcome, self.allocation(trial.value), index,
                                           self.repeat, "warm", self.carry)
         timeline.end()
-        record = record.model_copy(update={"phases": timeline.records()})
+        record = record.model_copy(update={"phases": timeline.records(), "witness_rate": witness_rate(session, record)})
         if not record.accounted and record.sensor_failed is None and not session.resync():
             # the next trial starts from a true baseline, or says why it could not
             self.note(f"trial {record.index}: the sensor's counters never caught up with its interface")
@@ -272,6 +273,14 @@ class Measurer(AbstractMeasurer):  # type: ignore[misc]
         return TrialRecord(index=index, mode="warm" if mode == "warm" else "cold", value=trial.value or 0.0,
                            offered_pps=self.axis.offered_pps(trial.value), achieved_pps=0.0, duration_s=0.0,
                            sent_pkts=0, repeat=self.repeat, sensor_failed=why or "the sensor did not start")
+
+
+def witness_rate(session: SensorSession, record: TrialRecord) -> float | None:
+    """The host-speed witness's work rate over the trial's replay (None without a witness or a piece
+    inside it): how fast the host ran the sensor's CPUs in this trial."""
+    if session.witness is None or record.started_unix is None or record.ended_unix is None:
+        return None
+    return span_rate(read_witness(session.witness.plan.log), record.started_unix, record.ended_unix)[0]
 
 
 def _counted_at_exit(session: SensorSession, outcome: TrialOutcome) -> TrialOutcome:

@@ -389,6 +389,8 @@ class TrialRecord(Record):
     behind_pkts: int = 0              # the packets of that backlog: not forwarded in time
     tail_work_s: float | None = None  # the sensor's CPU seconds after the replay ended (idle use taken out)
     tail_allowance_s: float | None = None  # what of it was no backlog (search/measure.py TailRule)
+    witness_rate: float | None = None  # the host-speed witness's work rate over the replay (store/witness.py;
+                                       # warm trials: compare a search's trials with each other)
     accounted: bool = True            # its waterfall closed (else it was repeated, not judged)
     ceiling: bool = False             # the trial that measured the sender's maximum (topspeed)
     repeat: int = 0                   # which whole search (search.repeats) it belongs to
