@@ -14,6 +14,7 @@ from idsbench.analysis import case_table
 from idsbench.analysis.duet import duet_results, pair_row, with_duet
 from idsbench.plan import duet_pairs, plan
 from idsbench.report import duet_out
+from idsbench.run.context import options_key
 from idsbench.run.duet.campaign import run_duet_campaign
 from idsbench.run.duet.sample import DuetSampleRun
 from idsbench.run.duet.session import DuetDeps
@@ -272,3 +273,32 @@ def test_a_duet_search_writes_both_sides_results_and_the_pair_row(tmp_path: Path
 
     html = write_report(ctx.layout.root).read_text()
     assert "Duet search (both sides' NDR from trials that fed both): NDR a 100 pps" in html
+
+
+@pytest.mark.parametrize("sensor", [
+    {"rules": {"base": ["a.rules"], "more": ["a.rules", "b.rules"]}},   # sensor.rules
+    {"capture": ["af-packet", "pcap"]},                                 # sensor.capture
+    {"config": ["default", "tuned.yaml"]},                              # sensor.config
+], ids=["rules", "capture", "config"])
+def test_a_duet_search_takes_any_side_axis(tmp_path: Path, monkeypatch, sensor: dict[str, object]):
+    """Whatever the side axis, the search feeds each trial to both sides' cases and verifies each side's own
+    case (the axis value is the case's, never looked up by name)."""
+    from idsbench.search.duet import DuetSearch
+
+    for name in ("a.rules", "b.rules"):
+        (tmp_path / name).write_text('alert ip any any -> any any (msg:"x"; sid:1; rev:1;)\n')
+    (tmp_path / "tuned.yaml").write_text("%YAML 1.1\n---\n")
+    ctx, deps, pair = duet_world(tmp_path, samples=1, sensor=sensor,
+                                 search={"trial_s": 1, "initial_trial_s": 0.5, "duration_sum": 1})
+    assert pair.axis is not None and pair.a != pair.b
+    for case in pair.sides:  # each side's ruleset its options (the fake context has the default one)
+        ctx.options.setdefault(options_key(case.engine, case.rules), SensorOptions())
+    clock = deps.sample.wall.__self__  # type: ignore[attr-defined]
+    ctx.engines = {"suricata": WarmEngine(Script(), clock)}  # type: ignore[dict-item]
+    monkeypatch.setattr("idsbench.search.duet.distinct_copy", lambda original, block, cache: Path(TRACE.path))
+    results = DuetSearch(ctx, pair, deps).run()
+    for side, case in (("a", pair.a), ("b", pair.b)):
+        r = results[side]
+        assert r.case_id == case.case_id and r.results[0].value == 100.0 and r.results[0].verified
+        summary = load_campaign(ctx.layout.root).samples_of(case.case_id)[0].summary  # the verification
+        assert summary.case.duet_side == side and summary.status == "ok"
