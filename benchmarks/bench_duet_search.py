@@ -51,12 +51,13 @@ def costly_rules(path: Path) -> Path:
     return path
 
 
-def spec(rules: Path, precision: float, repeats: int, kinds: list[str] | None = None) -> dict[str, object]:
+def spec(rules: Path, precision: float, repeats: int, duration_sum: float,
+         kinds: list[str] | None = None) -> dict[str, object]:
     return {"name": "bench-duet-search", "mode": "duet", "timing": {"settle_s": 0.3},
             "traffic": {"traces": ["builtin:mixed?packets=20000"], "rate": {"pps": 40000}},
             "setup": {"cpus": QUOTA, **({"kinds": kinds} if kinds else {})},
             "sensor": {"set": {"af-packet.0.ring-size": 32768}, "rules": [str(rules)]},
-            "search": {"precision": precision, "trial_s": 1, "initial_trial_s": 0.5, "duration_sum": 1,
+            "search": {"precision": precision, "trial_s": 1, "initial_trial_s": 0.5, "duration_sum": duration_sum,
                        "final_s": 2, "repeats": repeats}}
 
 
@@ -84,7 +85,8 @@ def differ(a: SearchResult, b: SearchResult, rule: str) -> int:
 def part_aa(args: argparse.Namespace, tmp: Path, rules: Path) -> list[str]:
     misses: list[str] = []
     pairs = []
-    print(f"\n== A/A duet searches ({args.searches}; precision {args.precision:g}, both sides {QUOTA} CPU on the "
+    print(f"\n== A/A duet searches ({args.searches}; precision {args.precision:g}, duration_sum "
+          f"{args.duration_sum:g}, both sides {QUOTA} CPU on the "
           "sensor CPU, 400 PCRE rules, top 40k pps)")
     print(f"{'search':>6} {'NDR a':>9} {'NDR b':>9} {'b/a-1':>7} {'trials':>6} {'reused':>6} "
           f"{'differ(alloc)':>13} {'differ(tail)':>12} {'s':>5}")
@@ -93,7 +95,7 @@ def part_aa(args: argparse.Namespace, tmp: Path, rules: Path) -> list[str]:
         with open("/proc/loadavg") as fh:
             load = fh.read().split()[0]
         out = tmp / f"aa{k}"
-        (results,) = search_duet_campaign(spec_from_dict(spec(rules, args.precision, 1)), out,
+        (results,) = search_duet_campaign(spec_from_dict(spec(rules, args.precision, 1, args.duration_sum)), out,
                                           state_dir=settings.state_dir(), cache_dir=settings.cache_dir(),
                                           name_prefix=PREFIX)
         a, b = results["a"], results["b"]
@@ -117,7 +119,8 @@ def part_aa(args: argparse.Namespace, tmp: Path, rules: Path) -> list[str]:
 def part_setups(args: argparse.Namespace, tmp: Path, rules: Path) -> list[str]:
     print(f"\n== bare metal against a container as a duet search ({args.setup_repeats} repeats)")
     try:
-        doc = spec_from_dict(spec(rules, args.precision, args.setup_repeats, ["baremetal", "container"]))
+        doc = spec_from_dict(spec(rules, args.precision, args.setup_repeats, args.duration_sum,
+                                  ["baremetal", "container"]))
     except SpecError as exc:
         print(f"not measured: this build refuses setups as a duet side axis ({exc})")
         return ["setups duet search: setup.kinds is not a duet side axis in this build"]
@@ -141,6 +144,8 @@ def main() -> int:
     ap.add_argument("--part", default="all", choices=("all", "aa", "setups"))
     ap.add_argument("--searches", type=int, default=5)
     ap.add_argument("--precision", type=float, default=0.05)
+    ap.add_argument("--duration-sum", type=float, default=1.0, help="search.duration_sum (1: the integration "
+                    "test's, one 1-s trial decides a load)")
     ap.add_argument("--setup-repeats", type=int, default=2)
     ap.add_argument("--keep", type=Path, help="keep the campaigns in this directory (default: a temporary one)")
     args = ap.parse_args()
