@@ -12,16 +12,16 @@ is computed from the very same samples:
 Printed side by side: median µs/packet, CV, and the samples. Target (issue 28's "done when", measured on an
 idle machine): the definition in use has a CV ≤ 3% on both traces.
 
-Where a spread comes from: a host-speed witness (witness.py; `--no-witness` leaves it out) runs a fixed
-~4-ms piece of work every 100 ms on the sensor's CPU; per sample it prints the piece's mean CPU time over
-the processing span, its correlation with the CPU per packet, and the CV of the CPU per packet divided by
-the witness's relative speed (printed, not targeted: it says whether the host's speed or the sensor moved).
+Where a spread comes from: every sample's host-speed witness (monitor/witness.py; `--no-witness` leaves it
+out) gives its `host_speed`; per case it prints them, their correlation with the CPU per packet, and the
+CV of the CPU per packet normalised by them (printed, not targeted here: benchmarks/bench_host_speed.py
+targets it; it says whether the host's speed or the sensor moved).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
+import dataclasses
 import math
 import statistics
 import sys
@@ -30,12 +30,12 @@ from pathlib import Path
 
 from common import finish
 from idsbench import cpucost, settings
+from idsbench.analysis.cases import CaseSamples, case_samples
 from idsbench.run.campaign import run_campaign
 from idsbench.run.progress import Progress
 from idsbench.run.session import SampleDeps
 from idsbench.spec import spec_from_dict
-from idsbench.store.reader import SampleRecord, load_campaign
-from witness import Witness, default_cpu, pearson, span_mean
+from idsbench.store.reader import load_campaign
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "pcaps"
 CV_TARGET = 0.03
@@ -46,32 +46,20 @@ def _cv(values: list[float]) -> float:
     return statistics.stdev(values) / statistics.fmean(values) if len(values) > 1 else math.nan
 
 
-def _print_witness(ok: list[SampleRecord], pieces: list[tuple[float, float]], cpu: int) -> None:
-    """Per sample the witness's mean piece over the processing span; how the CPU per packet follows it."""
-    pinned = {s.summary.placement.sensor_cpus for s in ok if s.summary.placement}
-    if pinned != {(cpu,)}:
-        print(f"witness: on CPU {cpu}, the sensor on {sorted(map(str, pinned))}: not comparable")
-        return
-    pairs = []
-    for s in ok:
-        start = next((p.start_unix for p in s.summary.phases if p.name == "replay"), None)
-        cost = s.summary.cost
-        us = cpucost.us_per_pkt(cost, cpucost.USED) if cost else None
-        if start is None or cost is None or cost.processed_s is None or us is None:
-            continue
-        mean = span_mean(pieces, start, start + cost.processed_s)
-        if mean is not None:
-            pairs.append((us, mean))
+def _print_witness(cs: CaseSamples) -> None:
+    """Per sample the host-speed witness's relative speed (the product's, every sample's `host_speed`);
+    how the CPU per packet follows it, and its CV normalised by it."""
+    pairs = [(f.sensor_us_per_pkt, f.host_speed) for f in cs.figures
+             if f.sensor_us_per_pkt is not None and f.host_speed is not None]
     if len(pairs) < 2:
-        print("witness: too few pieces inside the processing spans")
+        print("witness: fewer than two samples with a host speed")
         return
     us_values, speeds = [p[0] for p in pairs], [p[1] for p in pairs]
-    ref = statistics.median(speeds)
-    adjusted = [u / (w / ref) for u, w in pairs]
-    print(f"witness on CPU {cpu} (ms per piece over the span): {', '.join(f'{w * 1e3:.3f}' for w in speeds)} "
-          f"(CV {_cv(speeds):.2%}); correlation with us/pkt r = {pearson(us_values, speeds):+.2f}; "
-          f"us/pkt / the witness's relative time: CV {_cv(adjusted):.2%} "
-          f"({', '.join(f'{v:.3f}' for v in adjusted)})")
+    normalised = [u * v for u, v in pairs]
+    r = statistics.correlation(us_values, [1 / v for v in speeds]) if len(pairs) > 2 else math.nan
+    print(f"host speed per sample (1.0 = the campaign's median): {', '.join(f'{v:.3f}' for v in speeds)} "
+          f"(CV {_cv(speeds):.2%}); correlation of us/pkt with 1/host_speed r = {r:+.2f}; "
+          f"us/pkt x host_speed: CV {_cv(normalised):.2%} ({', '.join(f'{v:.3f}' for v in normalised)})")
 
 
 def main() -> int:
@@ -96,12 +84,13 @@ def main() -> int:
             "sensor": {"rules": ["builtin:events"], "ground_truth": False},
             "setup": {"cpus": [1.0]},
         })
-        witness = Witness(default_cpu(), Path(tmp) / "witness.log")
-        with contextlib.nullcontext() if args.no_witness else witness:
-            run_campaign(spec, out, state_dir=settings.state_dir(), cache_dir=settings.cache_dir(),
-                         deps=SampleDeps(bench_pre_idle_s=PRE_IDLE_S), progress=Progress(2 * args.samples, live=False))
+        deps = SampleDeps(bench_pre_idle_s=PRE_IDLE_S)
+        if args.no_witness:
+            deps = dataclasses.replace(deps, make_witness=lambda *_: None)
+        run_campaign(spec, out, state_dir=settings.state_dir(), cache_dir=settings.cache_dir(), deps=deps,
+                     progress=Progress(2 * args.samples, live=False))
         campaign = load_campaign(out)
-        pieces = [] if args.no_witness else witness.pieces()
+        groups = {cs.info.case_id: cs for cs in case_samples(campaign)}
         for case in campaign.cases:
             name = case.case_id
             samples = campaign.samples_of(name)
@@ -129,8 +118,8 @@ def main() -> int:
                   f"quiet window after {', '.join(f'{v:.4f}' for v in quiet)}")
             print(f"processing span (s): {', '.join(f'{v:.2f}' for v in spans)}; "
                   f"overhead per sample (s): {', '.join(f'{s.summary.overhead_s or 0:.1f}' for s in ok)}")
-            if pieces:
-                _print_witness(ok, pieces, witness.cpu)
+            if not args.no_witness:
+                _print_witness(groups[name])
     return finish(misses)
 
 

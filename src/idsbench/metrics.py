@@ -104,6 +104,10 @@ REGISTRY: dict[str, Metric] = {m.key: m for m in (
     _m("sensor_instr_per_pkt", "sensor instr/pkt", "instructions/packet", digits=0, better="lower"),
     _m("sensor_cycles_per_pkt", "sensor cycles/pkt", "cycles/packet", digits=0, better="lower"),
     _m("ndr_sensor_us_per_pkt", "sensor µs/pkt near NDR", "µs/packet", digits=2, better="lower"),
+    # the host-speed witness (issue 42 item 7): how fast the sensor's CPUs ran (1.0 = the campaign's median),
+    # and CPU per packet at that median speed (sensor_us_per_pkt x host_speed)
+    _m("host_speed", "host speed (median = 1)", "relative speed", digits=3),
+    _m("sensor_us_per_pkt_norm", "sensor µs/pkt at median host speed", "µs/packet", digits=2, better="lower"),
     # a VM's host-side memory (issue 31): qemu's resident and its locked/pinned memory (VFIO pins all RAM)
     _m("host_mem_bytes", "VM host memory MiB", "MiB", MIB, 1, "lower"),
     _m("host_mem_locked_bytes", "VM host locked MiB", "MiB", MIB, 1, "lower"),

@@ -19,7 +19,6 @@ else:  # Python 3.10: the same parser, as the tomli package
 
 from idsbench.errors import SpecError
 
-SPEC_FILE = "spec.toml"  # where a campaign made from flags keeps its spec
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(x|pps|mbps)\s*$", re.IGNORECASE)
 _KIND = {"x": "multiplier", "pps": "pps", "mbps": "mbps"}
 RATE_FIX = ('give --rate recorded (the capture\'s own timing), topspeed, a multiple of it (2x), packets per second '

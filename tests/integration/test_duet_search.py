@@ -42,13 +42,15 @@ def test_an_aa_duet_search_finds_both_ndrs_from_shared_trials(tmp_path, state_di
     (ga,), (gb,) = a.results, b.results
     assert ga.value is not None and gb.value is not None, a.notes
     assert ga.relevant_upper is not None and gb.relevant_upper is not None, "no NDR below the top: not CPU-bound"
-    # Two identical sensors on one CPU judge the same trials, but near the NDR a second's capacity decides a
-    # trial, and the two sides' seconds differ: their NDRs agreed exactly in one run here (15,559 x2), were
-    # 17% apart in another (a failed 14,764 twice where b passed) and 60% in a third (8,291 vs 13,293: every
-    # trial lossless on both sides; at 9,208 pps a's CPU left 30 packets of work beyond the tail allowance,
-    # b's none, and that one trial bounds a's NDR). How close A/A NDRs come is the host's noise (a benchmark's
-    # figure, bench_duet), not a property of the code; what is: both sides judge the same trials, and NDRs
-    # differ only where the sides judged a shared trial differently.
+    # Two identical sensors on one CPU judge the same trials. Before the duet search judged a trial's work
+    # against the side's allocation over the replay (search/measure.py TailRule "allocation"), the work left at
+    # the replay's end decided, and the scheduler picks one side at that moment: NDRs 17% apart in one run
+    # (a failed 14,764 twice where b passed), 60% in another (at 9,208 pps, ~2/3 of the capacity, a's CPU left
+    # 30 packets of work beyond the tail allowance, b's none). Now the sides part only where their work over
+    # the trial straddles the allocation by a hair (bench_duet_search, 2026-12-04: 3 such trials in 5
+    # searches, 4 to 48 packets, NDRs one grid step apart). How close A/A NDRs come is the benchmark's figure;
+    # what the code decides: both sides judge the same trials, and NDRs differ only where the sides judged a
+    # shared trial differently.
     assert [t.index for t in a.trials] == [t.index for t in b.trials]  # each trial fed both sides
     assert all(ta.value == tb.value and ta.sent_pkts == tb.sent_pkts for ta, tb in zip(a.trials, b.trials))
 

@@ -36,9 +36,11 @@ def root(tmp_path: Path) -> Path:
 
 
 # Keys added to the results row since main 0c08791 (each null for a campaign written before it): the
-# worker count the sensor ran, a VM's host-side memory, the CPU per packet net of idle (issue 41).
+# worker count the sensor ran, a VM's host-side memory, the CPU per packet net of idle (issue 41),
+# the host-speed witness (issue 42 item 7).
 ADDED_ROW_KEYS = {"sensor_threads", "host_mem_bytes", "host_mem_bytes_ci", "host_mem_locked_bytes",
-                  "host_mem_locked_bytes_ci", "sensor_us_per_pkt_net", "sensor_us_per_pkt_net_ci"}
+                  "host_mem_locked_bytes_ci", "sensor_us_per_pkt_net", "sensor_us_per_pkt_net_ci",
+                  "host_speed", "host_speed_ci", "sensor_us_per_pkt_norm", "sensor_us_per_pkt_norm_ci"}
 
 
 # Spec keys removed since main 0c08791: sensor.capture_method folded into sensor.capture (idsbench.legacy: its

@@ -14,6 +14,7 @@ from idsbench.analysis import case_table
 from idsbench.analysis.duet import duet_results, pair_row, with_duet
 from idsbench.plan import duet_pairs, plan
 from idsbench.report import duet_out
+from idsbench.run.context import options_key
 from idsbench.run.duet.campaign import run_duet_campaign
 from idsbench.run.duet.sample import DuetSampleRun
 from idsbench.run.duet.session import DuetDeps
@@ -146,6 +147,16 @@ def test_duet_sample_runs_both_sides_in_slot_order_and_writes_both_summaries(tmp
     assert header == "t_unix,sensor_cpu_pct,sensor_rx_pkts,sender_tx_pkts"
 
 
+def test_one_witness_on_the_pairs_cpus_gives_both_sides_the_host_speed(tmp_path: Path):
+    ctx, deps, pair = duet_world(tmp_path)
+    out = DuetSampleRun(ctx, pair, 0, deps).run()
+    log = ctx.layout.duet_sample_dir(pair.pair_id, 0) / "witness.csv"
+    assert log.is_file()  # the pair's, in its directory
+    wa, wb = out.summaries["a"].witness, out.summaries["b"].witness
+    assert wa is not None and wb is not None and wa.cpus == (1,)  # shared: both slots on CPU 1
+    assert wa.pieces > 0 and wa.rate == wb.rate
+
+
 def test_odd_samples_swap_the_slots(tmp_path: Path):
     ctx, deps, pair = duet_world(tmp_path)
     rec = DuetSampleRun(ctx, pair, 1, deps).run().record
@@ -246,6 +257,8 @@ def test_a_duet_search_writes_both_sides_results_and_the_pair_row(tmp_path: Path
     assert a.results[0].lower_bound and a.results[0].verified and b.results[0].verified
     assert len(a.repeats) == len(b.repeats) == 2 and len(a.trials) == len(b.trials) > 0
     assert [t.index for t in a.trials] == [t.index for t in b.trials]  # one duet trial = one record per side
+    # the pair's witness: each trial's host speed over its replay (the fake's pieces: 1,000 iterations per ms)
+    assert {t.witness_rate for t in (*a.trials, *b.trials)} == {1.0}
     assert any("answered by a trial the other side's controller asked for" in n for n in a.notes)
     assert EVENTS.count("launch a") == 3  # a warm pair per repeat, a fresh pair for the verification
     campaign = load_campaign(ctx.layout.root)
@@ -262,3 +275,32 @@ def test_a_duet_search_writes_both_sides_results_and_the_pair_row(tmp_path: Path
 
     html = write_report(ctx.layout.root).read_text()
     assert "Duet search (both sides' NDR from trials that fed both): NDR a 100 pps" in html
+
+
+@pytest.mark.parametrize("sensor", [
+    {"rules": {"base": ["a.rules"], "more": ["a.rules", "b.rules"]}},   # sensor.rules
+    {"capture": ["af-packet", "pcap"]},                                 # sensor.capture
+    {"config": ["default", "tuned.yaml"]},                              # sensor.config
+], ids=["rules", "capture", "config"])
+def test_a_duet_search_takes_any_side_axis(tmp_path: Path, monkeypatch, sensor: dict[str, object]):
+    """Whatever the side axis, the search feeds each trial to both sides' cases and verifies each side's own
+    case (the axis value is the case's, never looked up by name)."""
+    from idsbench.search.duet import DuetSearch
+
+    for name in ("a.rules", "b.rules"):
+        (tmp_path / name).write_text('alert ip any any -> any any (msg:"x"; sid:1; rev:1;)\n')
+    (tmp_path / "tuned.yaml").write_text("%YAML 1.1\n---\n")
+    ctx, deps, pair = duet_world(tmp_path, samples=1, sensor=sensor,
+                                 search={"trial_s": 1, "initial_trial_s": 0.5, "duration_sum": 1})
+    assert pair.axis is not None and pair.a != pair.b
+    for case in pair.sides:  # each side's ruleset its options (the fake context has the default one)
+        ctx.options.setdefault(options_key(case.engine, case.rules), SensorOptions())
+    clock = deps.sample.wall.__self__  # type: ignore[attr-defined]
+    ctx.engines = {"suricata": WarmEngine(Script(), clock)}  # type: ignore[dict-item]
+    monkeypatch.setattr("idsbench.search.duet.distinct_copy", lambda original, block, cache: Path(TRACE.path))
+    results = DuetSearch(ctx, pair, deps).run()
+    for side, case in (("a", pair.a), ("b", pair.b)):
+        r = results[side]
+        assert r.case_id == case.case_id and r.results[0].value == 100.0 and r.results[0].verified
+        summary = load_campaign(ctx.layout.root).samples_of(case.case_id)[0].summary  # the verification
+        assert summary.case.duet_side == side and summary.status == "ok"

@@ -3,12 +3,15 @@ results, the verification load, and the refusals (search/duet.py)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from idsbench.analysis.duet import search_figures, search_row
 from idsbench.errors import SpecError
+from idsbench.run.duet.place import place
 from idsbench.search import mlr
-from idsbench.search.duet import SharedTrials, check_duet_search, side_outcomes, verification_load
+from idsbench.search.duet import SharedTrials, check_duet_search, side_outcomes, slot_allocation, verification_load
 from idsbench.search.measure import Trial
 from idsbench.search.run import median_results
 from idsbench.spec import spec_from_dict
@@ -171,3 +174,18 @@ def test_idsbench_search_refuses_a_cpus_duet_before_anything_starts(tmp_path, ca
     err = capsys.readouterr().err
     assert "search.axis = 'cpus'" in err and "mode = \"single\"" in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("cpus", "available", "kind", "cores", "quota"), [
+    (0.3, [0, 1], "shared", 0.3, True),     # each slot's quota, both on CPU 1
+    (None, [0, 1], "shared", 0.5, False),   # no quota on one shared CPU: half of it each when both are busy
+    (0.8, [0, 1], "shared", 0.5, True),     # quotas above the shared CPU: its half
+    (None, [0, 1, 2], "split", 1.0, False),  # a CPU each
+])
+def test_a_sides_allocation_is_its_slots_share_of_the_cpus_when_both_are_busy(cpus, available, kind, cores, quota):
+    placement = place(available, cpus, kind=kind)
+    session = SimpleNamespace(sides=[SimpleNamespace(name=n, slot=placement.slots[i]) for i, n in enumerate("ab")],
+                              deps=SimpleNamespace(sample=SimpleNamespace(available_cpus=lambda: available)))
+    for side in "ab":
+        a = slot_allocation(session, side)  # type: ignore[arg-type]
+        assert (a.cores, a.quota) == (pytest.approx(cores), quota)

@@ -17,7 +17,9 @@ import pytest
 
 from idsbench.campaign_settings import campaign_settings
 from idsbench.errors import EnvironmentMissing, SensorFailed
+from idsbench.monitor import witnessloop
 from idsbench.monitor.netdev import IfCounters
+from idsbench.monitor.witness import WitnessPlan
 from idsbench.plan import plan
 from idsbench.proc import Supervisor
 from idsbench.run.campaign import run_campaign
@@ -267,6 +269,21 @@ class FakeMonitor:
             EVENTS.append("monitor stop")
 
 
+class FakeWitness:
+    """A log of a piece every period for 10 minutes of the fake clock from its start (the clock jumps; the
+    real process logs as time passes): 1,000 iterations in 1 ms each, each ending half a period off the fake
+    clock's whole steps (so no piece ends exactly on a span's edge, whatever the sample waits before its replay)."""
+
+    def __init__(self, cpus, log: Path, clock: FakeClock):
+        self.plan = WitnessPlan(log, tuple(cpus))
+        started = clock.wall()
+        log.write_text(witnessloop.HEADER + "".join(
+            f"{started + (k + 0.5) * self.plan.period_s:.4f},1000,1000000\n" for k in range(3000)))
+
+    def stop(self) -> None:
+        pass
+
+
 class FakeClock:
     def __init__(self) -> None:
         self.now = 1000.0
@@ -319,6 +336,7 @@ def world(tmp_path: Path, script: Script, replayers: int = 1, samples: int = 1,
         sender=FakeSender(script, clock),  # type: ignore[arg-type]
         make_monitor=lambda *a: FakeMonitor(), snapshot=_snapshot(script, clock),
         make_sender_group=lambda stack, name: SenderGroup((), None),
+        make_witness=lambda sup, cpus, log: FakeWitness(cpus, log, clock),
         wall=clock.wall, monotonic=clock.monotonic, sleep=clock.sleep, available_cpus=lambda: [0, 1])
     return ctx, deps, clock
 
@@ -340,6 +358,18 @@ def test_lossless_sample_is_ok_and_exact(tmp_path: Path):
     assert s.wire is not None and s.wire.sender_tx_pkts == s.wire.sensor_rx_pkts == 200
     assert s.drained is True and s.labels == ("fake-label",) and s.sensor_ready_s == 0.25
     assert s.sensor.version == "9.9"
+
+
+def test_a_sample_keeps_the_host_speed_witness_over_its_processing_span(tmp_path: Path):
+    s = run_one(tmp_path, Script())
+    w, replay = s.witness, s.replay
+    assert w is not None and replay is not None
+    assert w.cpus == (1,)  # the sensor's CPU (the sender keeps CPU 0)
+    # no CPU reading in the fake world: the span is the replay's (1 s), where the fake logged a piece
+    # every 0.2 s (1,000 iterations in 1 ms each)
+    assert s.cost is None and w.span_s == pytest.approx(replay.end_unix - replay.start_unix) == 1.0
+    assert w.pieces == 5 and w.rate == pytest.approx(1.0)
+    assert w.cpu_share == pytest.approx(0.005)  # 1 ms of CPU every 0.2 s
 
 
 def test_sequence_and_teardown_order(tmp_path: Path):

@@ -102,3 +102,28 @@ def test_a_starved_sensor_with_a_large_tail_is_behind_by_the_packets_of_that_tai
     assert rec.fell_behind
     # 0.079 s of excess work at 0.3 s / SENT packets each
     assert abs(rec.behind_pkts - 0.079 / (0.3 / SENT)) <= 2
+
+
+def test_a_duet_trial_forgives_the_tail_of_allocation_the_host_withheld_during_the_replay():
+    # the A/A duet search's case: 0.3-core quota, the load ~2/3 of its capacity; the host kept the sensor
+    # off its CPU near the replay's end, so 0.07 s of work was left (beyond the 0.063-s allowance) though
+    # its whole trial needed 0.46 of the 0.6 CPU-s its allocation gives over the 2-s replay
+    cpu = SensorCpu(idle_rate=0.0, at_start=0.0, at_replay_end=0.39, at_drained=0.46, replay_s=2.0, drain_s=1.0)
+    ok = Counters(captured_pkts=SENT, dropped_pkts=0, decoded_pkts=SENT)
+    s = search(0.3)
+    tail = s.judge(RATE, 9_208.0, "warm", outcome(ok, cpu), 0)
+    assert tail.fell_behind and tail.tail_allowance_s == 0.063  # a single search's rule: behind
+    record, _ = trial_record(RATE, Trial(9_208.0, 2.0), outcome(ok, cpu), s.allocation, 1, 0, "warm", Carry(),
+                             rule="allocation")  # type: ignore[arg-type]
+    assert not record.fell_behind and record.behind_pkts == 0
+    assert record.tail_work_s == 0.07 and record.tail_allowance_s == round(0.063 + 0.6 - 0.39, 6)
+
+
+def test_a_duet_trial_beyond_its_allocation_is_behind_by_the_work_the_allocation_could_not_do():
+    # the whole trial needed 0.7 CPU-s where the allocation gives 0.6 over the replay (+ 0.063 allowance):
+    # the sensor used all of its allocation during the replay and left 0.1 s, of which 0.037 s is backlog
+    cpu = SensorCpu(idle_rate=0.0, at_start=0.0, at_replay_end=0.6, at_drained=0.7, replay_s=2.0, drain_s=1.0)
+    ok = Counters(captured_pkts=SENT, dropped_pkts=0, decoded_pkts=SENT)
+    record, _ = trial_record(RATE, Trial(20_000.0, 2.0), outcome(ok, cpu), Allocation(0.3, True), 0, 0, "warm",
+                             Carry(), rule="allocation")  # type: ignore[arg-type]
+    assert record.fell_behind and abs(record.behind_pkts - 0.037 / (0.7 / SENT)) <= 2

@@ -9,7 +9,7 @@ from functools import cached_property
 
 from idsbench.analysis.engines import case_engine_figures
 from idsbench.analysis.hostside import host_side_fields
-from idsbench.analysis.sample import METRICS, SampleFigures, sample_figures
+from idsbench.analysis.sample import METRICS, SampleFigures, median_witness_rate, sample_figures
 from idsbench.analysis.search import search_fields
 from idsbench.analysis.stats import ci_coverage, cv, median, median_ci
 from idsbench.errors import IdsbenchError
@@ -38,15 +38,16 @@ class CaseSamples:
     truth: GroundTruth | None = None
     search: SearchResult | None = None
     noisy: bool = False   # the host was noisier than the precision asked when the campaign started
+    witness_rate: float | None = None  # the campaign's median host-speed witness rate (host_speed = 1.0)
 
     @cached_property
     def figures(self) -> list[SampleFigures]:
-        return [sample_figures(s, self.settle_s, self.truth) for s in self.used]
+        return [sample_figures(s, self.settle_s, self.truth, self.witness_rate) for s in self.used]
 
     @cached_property
     def failed_figures(self) -> list[SampleFigures]:
         """The not-ok samples' figures (samples table only: medians never take them)."""
-        return [sample_figures(s, self.settle_s, self.truth) for s in self.failed]
+        return [sample_figures(s, self.settle_s, self.truth, self.witness_rate) for s in self.failed]
 
     def column(self, metric: str) -> list[float | None]:
         return [f.get(metric) for f in self.figures]
@@ -56,12 +57,13 @@ def case_samples(campaign: Campaign) -> list[CaseSamples]:
     out = []
     settle = campaign.doc.settle_s
     noisy = host_was_noisy(campaign)
+    rate = median_witness_rate(s.summary for s in campaign.samples)
     for info in campaign.cases:
         complete = campaign.samples_of(info.case_id)
         ok = tuple(s for s in complete if s.status == "ok")
         failed = tuple(s for s in complete if s.status != "ok")
         out.append(CaseSamples(info, ok, failed, len(campaign.incomplete_of(info.case_id)), settle,
-                               campaign.truths.get(info.case_id), campaign.searches.get(info.case_id), noisy))
+                               campaign.truths.get(info.case_id), campaign.searches.get(info.case_id), noisy, rate))
     return out
 
 

@@ -8,6 +8,7 @@ on an old campaign picks up any fix made here.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,13 +155,36 @@ class SampleFigures:
     sensor_cycles_per_pkt: float | None = None  # cycles per packet (None without a PMU)
     host_mem_bytes: float | None = None         # a VM: qemu's peak resident memory on the host
     host_mem_locked_bytes: float | None = None  # a VM: qemu's peak locked + pinned memory (VFIO pins it all)
+    host_speed: float | None = None             # the witness's work rate / the campaign's median (1.0 = median)
+    sensor_us_per_pkt_norm: float | None = None  # sensor_us_per_pkt x host_speed: at the campaign's median speed
 
     def get(self, name: str) -> float | None:
         value: float | None = getattr(self, name)
         return value
 
 
-def sample_figures(sample: SampleRecord, settle_s: float, truth: GroundTruth | None = None) -> SampleFigures:
+def host_speed(summary: SampleSummary, median_rate: float | None) -> float | None:
+    """How fast the host ran the sensor's CPUs in this sample: the witness's work rate over the sensor's
+    processing span relative to the campaign's median (1.0 = median; 1.05 = 5% faster). None without a
+    witness figure."""
+    w = summary.witness
+    if w is None or w.rate is None or not median_rate:
+        return None
+    return round(w.rate / median_rate, 5)
+
+
+def median_witness_rate(summaries: Iterable[SampleSummary]) -> float | None:
+    """The campaign's median witness work rate over `summaries` (those that have one)."""
+    rates = sorted(s.witness.rate for s in summaries if s.witness is not None and s.witness.rate)
+    if not rates:
+        return None
+    mid = len(rates) // 2
+    return rates[mid] if len(rates) % 2 else (rates[mid - 1] + rates[mid]) / 2
+
+
+def sample_figures(sample: SampleRecord, settle_s: float, truth: GroundTruth | None = None,
+                   median_rate: float | None = None) -> SampleFigures:
+    """`median_rate`: the campaign's median witness rate (`median_witness_rate`), for `host_speed`."""
     s = sample.summary
     c = s.sensor.counters
     sent = float(s.replay.sent_pkts) if s.replay else 0.0
@@ -168,6 +192,8 @@ def sample_figures(sample: SampleRecord, settle_s: float, truth: GroundTruth | N
     res = resources_in_window(sample.path / MONITOR_FILE, *span) if span else \
         resources_in_window(sample.path / MONITOR_FILE, 0.0, math.inf)
     stable = stable_after(sample.path / COUNTERS_FILE, span[0]) if span else None
+    us_per_pkt = s.cost.us_per_pkt if s.cost else None
+    speed = host_speed(s, median_rate)
     return SampleFigures(
         trace_pkts=float(s.trace.packets), sent_pkts=sent, captured_pkts=float(c.captured_pkts),
         dropped_pkts=float(c.dropped_pkts), decoded_pkts=float(c.decoded_pkts),
@@ -178,8 +204,8 @@ def sample_figures(sample: SampleRecord, settle_s: float, truth: GroundTruth | N
         decode_ratio=c.decoded_pkts / sent if sent > 0 else None,
         sender_cpu_pct=res.sender_cpu_pct, sensor_host_cpu_pct=res.sensor_host_cpu_pct,
         overhead_s=s.overhead_s, **_sender_figures(s), **_waterfall_figures(s), **_recall_figures(s, truth),
-        sensor_us_per_pkt=s.cost.us_per_pkt if s.cost else None,
-        sensor_us_per_pkt_net=_net_us_per_pkt(s),
+        sensor_us_per_pkt=us_per_pkt, sensor_us_per_pkt_net=_net_us_per_pkt(s), host_speed=speed,
+        sensor_us_per_pkt_norm=None if us_per_pkt is None or speed is None else round(us_per_pkt * speed, 4),
         sensor_instr_per_pkt=s.cost.instr_per_pkt if s.cost else None,
         sensor_cycles_per_pkt=s.cost.cycles_per_pkt if s.cost else None,
         host_mem_bytes=None if res.host_mem_bytes is None else float(res.host_mem_bytes),

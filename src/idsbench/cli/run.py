@@ -12,6 +12,7 @@ from idsbench import quickspec
 from idsbench.analysis.warnings import ci_warning
 from idsbench.errors import SpecError
 from idsbench.spec import Spec, load_spec, spec_from_dict
+from idsbench.store.layout import QUICK_SPEC_FILE
 
 SHORT_FLAGS = ("trace", "rules", "engine", "rate", "duet_rules", "samples")
 
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_campaign(spec, out, resume=args.resume, become_password=password, require_quiet=args.require_quiet)
     print(f"campaign: {out} ({result.ran} samples run, {result.skipped} already complete)")
     if toml is not None:
-        print(f"spec: {out / quickspec.SPEC_FILE} (run it again with `idsbench run {out / quickspec.SPEC_FILE}`)")
+        print(f"spec: {out / QUICK_SPEC_FILE} (run it again with `idsbench run {out / QUICK_SPEC_FILE}`)")
     for line in result.failed:
         print(f"  failed: {line}")
     for line in result.warnings[:20]:
@@ -129,9 +130,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _keep_spec(out: Path, toml: str) -> None:
     """spec.toml in the campaign: the spec the flags made (kept as first written when resumed)."""
-    from idsbench.store import atomic
+    from idsbench.store.writers import write_quick_spec
 
-    path = out / quickspec.SPEC_FILE
-    if not path.exists():
-        out.mkdir(parents=True, exist_ok=True)
-        atomic.write_text(path, toml)
+    if not (out / QUICK_SPEC_FILE).exists():
+        write_quick_spec(out, toml)

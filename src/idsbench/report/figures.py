@@ -10,6 +10,7 @@ from matplotlib.figure import Figure
 
 from idsbench.analysis.overhead import Overhead, overhead_note
 from idsbench.analysis.stats import median
+from idsbench.report.figures_host import host_speed_figure
 from idsbench.report.figures_load import overhead_figure, throughput_figure, vs_load_figure
 from idsbench.report.figures_phases import phases_figure
 from idsbench.report.figures_search import recall_figure, repeats_figure, search_figure, waterfall_figure
@@ -63,6 +64,13 @@ def build_figures(campaign: Campaign, rows: Sequence[CaseResult], colors: dict[s
     figs.add(out_dir, "packets_cumulative", "Cumulative captured, dropped and decoded packets and KiB decoded",
              "The sensor's own cumulative counters from its stats records.",
              lambda: cumulative_figure(campaign, ok_rows, colors), "no sample has a usable counters.csv")
+    figs.add(out_dir, "host_speed_time", "Host speed over the campaign",
+             "How fast the sensor's CPUs ran anything while each sample's sensor worked: the host-speed "
+             "witness's work rate (a fixed piece of work every 0.2 s) over the sample's processing span, "
+             "relative to the campaign's median. The rows' sensor_us_per_pkt_norm is CPU per packet times "
+             "this: what it would have been at the median speed.",
+             lambda: host_speed_figure(campaign, rows, colors),
+             "no sample recorded the host-speed witness (summaries before it, or samples without a replay)")
     _more_figures(figs, campaign, ok_rows, colors, out_dir, baseline, overhead_rows)
     return figs
 

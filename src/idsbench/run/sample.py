@@ -34,8 +34,10 @@ from idsbench.store.schema import (
     SampleSummary,
     SensorCostRecord,
     SensorRecord,
+    WitnessRecord,
 )
 from idsbench.store.series_file import write_counters
+from idsbench.store.witness import witness_record
 from idsbench.store.writers import write_summary
 from idsbench.teardown import TeardownStack
 
@@ -170,6 +172,7 @@ class SampleRun:
             warnings.append(f"{detection.marker_alerts} marker alerts, expected {detection.expected_marker_alerts} "
                             "with no drops: the sensor missed (or added) detections")
         labels = [*(facts.labels if facts else []), *verdict.labels]
+        cost = self._cost(counters)
         self.timeline.end()  # the analysis ends here: the summary is built and written next
         summary = SampleSummary(
             campaign=ctx.settings.name, case_id=self.case_id, sample=self.index,
@@ -180,7 +183,8 @@ class SampleRun:
             drained=outcome.drain.drained if outcome else None, sensor_stop_unix=facts.stop_unix if facts else None,
             sensor_exit=facts.exit_code if facts else None, sensor_oom_kills=int(facts.oom) if facts else 0,
             sensor=sensor, wire=outcome.wire if outcome else None, invisible=facts.invisible if facts else (),
-            eve=integrity, detection=detection, profile=self.profile, phases=self.timeline.records(), cost=self._cost(counters),
+            eve=integrity, detection=detection, profile=self.profile, phases=self.timeline.records(), cost=cost,
+            witness=self._witness(cost),
         )
         return summary, warnings
 
@@ -209,6 +213,18 @@ class SampleRun:
         per_pkt = cpucost.us_per_pkt(raw, raw.definition)
         return raw.model_copy(update={"cpu_s": round(work, 6),
                                       "us_per_pkt": None if per_pkt is None else round(per_pkt, 4)})
+
+    def _witness(self, cost: SensorCostRecord | None) -> WitnessRecord | None:
+        """The host-speed witness's work rate over the sensor's processing span (replay start → the end of
+        its processing; without that reading, of its drain or of the replay)."""
+        witness = self.session.witness if self.session else None
+        replay = self.outcome.replay.record if self.outcome else None
+        if witness is None or replay is None:
+            return None
+        span = (cost.processed_s or cost.drained_s or cost.replay_s) if cost else None
+        end = replay.start_unix + span if span else replay.end_unix
+        plan = witness.plan
+        return witness_record(plan.log, plan.cpus, plan.period_s, plan.piece_s, replay.start_unix, end)
 
     def _verdict(self, counters: Counters | None, integrity: ArtifactIntegrity | None) -> Verdict:
 

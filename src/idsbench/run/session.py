@@ -28,6 +28,7 @@ from idsbench.infra import cgroups
 from idsbench.infra.cgroups import CgroupResource
 from idsbench.monitor import Sampler, Source, standard_sources
 from idsbench.monitor.sensor import CgroupSource, CgroupStats, ProcessGroup
+from idsbench.monitor.witness import HostWitness, start_witness
 from idsbench.plan import Case
 from idsbench.proc import Supervisor
 from idsbench.run.context import CampaignContext
@@ -49,7 +50,7 @@ from idsbench.run.verdict import describe_exit
 from idsbench.sensors.base import CounterPoint, Counters, SensorRun
 from idsbench.setups.base import Launched, Setup, SetupRequest
 from idsbench.setups.registry import make_setup
-from idsbench.store.layout import CONSOLE_FILE, MONITOR_FILE
+from idsbench.store.layout import CONSOLE_FILE, MONITOR_FILE, WITNESS_FILE
 from idsbench.store.schema import Placement, WireRecord
 from idsbench.store.waterfall import Waterfall
 from idsbench.teardown import TeardownStack
@@ -108,6 +109,9 @@ class SampleDeps:
     sender: Sender = field(default_factory=TrafficSender)  # runs the replayers of the case's `traffic.sender`
     make_monitor: Callable[[Path, float, WireEnds, CgroupStats, Sequence[Source]], Monitor] = real_monitor
     make_sender_group: Callable[[TeardownStack, str], SenderGroup] = real_sender_group
+    # the host-speed witness on the sensor's CPUs (monitor/witness.py); None: no witness (the benchmark's
+    # comparison without one)
+    make_witness: Callable[[Supervisor, Sequence[int], Path], HostWitness | None] = start_witness
     snapshot: Callable[[WireEnds], WireSnapshot] = wire_snapshot
     impair: Callable[..., None] = impair
     make_stack: Callable[[Path], TeardownStack] = lambda state_dir: TeardownStack(state_dir=state_dir)
@@ -216,6 +220,7 @@ class SensorSession:
         self.sender_cpus: list[int] = []
         self.sender: SenderGroup | None = None
         self.stats: CgroupStats | None = None
+        self.witness: HostWitness | None = None
         self._last_point: CounterPoint | None = None
         self._origin: tuple[WireSnapshot, CounterPoint] | None = None  # wire and counters at the first baseline
         self._filter0 = 0  # the XDP bypass filter's drops at that baseline
@@ -256,6 +261,7 @@ class SensorSession:
         self.monitor = deps.make_monitor(self.sample_dir / MONITOR_FILE, float(ctx.settings.sensor.stats_interval_s),
                                          wire, stats, sources)
         self.monitor.start()
+        self.witness = deps.make_witness(self.sup, rf.cpus.sensor, self.sample_dir / WITNESS_FILE)
         self.phase("sensor start")
         self.timeline.enter("sensor_start")
         if rf.options.bypass == "xdp":  # Suricata's XDP filter: detached at teardown, also after a SIGKILL
@@ -474,10 +480,12 @@ class SensorSession:
 
     # --- closing ------------------------------------------------------------------------------
     def close(self) -> None:
-        """Monitor stop (the series ends while the sensor still runs), graceful stop, OOM check."""
+        """Monitor and witness stop (the series end while the sensor still runs), graceful stop, OOM check."""
         self.timeline.enter("stop")
         if self.monitor is not None:
             self.monitor.stop()
+        if self.witness is not None:
+            self.witness.stop()
         if self.setup is None or self.child is None or self.facts.ready_s is None:
             return
         self.phase("sensor stop")

@@ -49,7 +49,7 @@ from idsbench.run.session import Phase
 from idsbench.search import mlr
 from idsbench.search.axis import Axis, axis_for
 from idsbench.search.campaign import describe
-from idsbench.search.measure import Allocation, Carry, Trial, trial_count, trial_record
+from idsbench.search.measure import Allocation, Carry, Trial, trial_count, trial_record, witness_rate
 from idsbench.search.run import CONTROLLER, loss_of_sample, median_results, tolerance_result
 from idsbench.spec import Spec
 from idsbench.store.layout import SEARCH_DIR, SEARCH_FILE
@@ -173,6 +173,17 @@ def verification_load(results: dict[str, list[ToleranceResult]]) -> float | None
     return min(ndrs) if ndrs else None
 
 
+def slot_allocation(session: DuetSession, side: str) -> Allocation:
+    """The cores a side's slot gives it when both sides are busy: its quota, at most its equal share of the
+    CPUs it runs on (the shared placement's slots on one CPU without quotas: half a CPU each)."""
+    slots = [s.slot for s in session.sides]
+    mine = next(s.slot for s in session.sides if s.name == side)
+    cpus = mine.cpus or tuple(session.deps.sample.available_cpus())
+    sharing = sum(1 for s in slots if set(s.cpus or cpus) & set(cpus))
+    share = len(cpus) / max(1, sharing)
+    return Allocation(min(mine.quota, share) if mine.quota is not None else share, mine.quota is not None)
+
+
 class DuetTrials:
     """The warm pair of one repeat and its trials: one `DuetSession` (both sensors, the mirror), one
     replay per trial with flows no earlier trial sent, each side's trial record and carry."""
@@ -209,11 +220,10 @@ class DuetTrials:
             self.session.close()
 
     def allocation(self, side: str) -> Allocation:
-        """The side's slot: its quota, else the CPUs it is pinned to."""
+        """The side's slot: its quota, at most its share of the CPUs it is pinned to (slots on the same
+        CPUs share them equally: two cgroups of equal weight)."""
         assert self.session is not None
-        slot = next(s.slot for s in self.session.sides if s.name == side)
-        cores = slot.quota or float(len(slot.cpus or self.deps.sample.available_cpus()))
-        return Allocation(cores, slot.quota is not None)
+        return slot_allocation(self.session, side)
 
     def trial(self, trial: Trial) -> dict[str, TrialRecord]:
         """One duet trial: each side's record (a side whose sensor is gone gets a failed one)."""
@@ -235,13 +245,13 @@ class DuetTrials:
                 continue
             record, self.carry[name] = trial_record(self.axis, trial, outcome.side(name).outcome,
                                                     self.allocation(name), index, self.repeat, "warm",
-                                                    self.carry[name])
+                                                    self.carry[name], rule="allocation")
             if record.sensor_failed:
                 self.carry[name] = dataclasses.replace(self.carry[name], gone=record.sensor_failed)
                 self.note(f"trial {index}: side {name}: {record.sensor_failed}")
             elif not record.accounted and not side.session.resync():
                 self.note(f"trial {index}: side {name}'s counters never caught up with its interface")
-            records[name] = record
+            records[name] = record.model_copy(update={"witness_rate": witness_rate(side.session, record)})
         for name, record in records.items():
             self.records[name].append(record)
         return records

@@ -24,6 +24,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from MLRsearch import AbstractMeasurer, MeasurementResult
 
@@ -39,6 +40,7 @@ from idsbench.search import mlr
 from idsbench.search.axis import Axis
 from idsbench.sensors.base import Counters
 from idsbench.store.schema import TrialRecord
+from idsbench.store.witness import read_witness, span_rate
 from idsbench.teardown import TeardownStack
 from idsbench.traffic.rewrite import MAX_INDEX, distinct_copy
 
@@ -51,6 +53,16 @@ SENDER_SHORT = 0.05  # a trial that sent more than 5% below the offered load is 
 # (a throttled sensor waits it out with packets queued, however well it keeps up on average). Work
 # beyond that is the backlog it was behind by: those packets count as not forwarded.
 CAPTURE_LATENCY_S = 0.11
+# What a trial's work is judged against (`trial_record`'s `rule`):
+# - "tail" (a single search): the work left when the replay ended, beyond the allowance, is the backlog
+#   the sensor was behind by;
+# - "allocation" (a duet search): the trial's work beyond what the sensor's allocation does over the
+#   replay, plus the allowance: allocation the sensor did not get during the replay (the host ran
+#   something else then) is work it may still do after it. Two sides that share a trial share the
+#   host's speed, so their work over the trial is alike when they are (the duet's paired cost ratio
+#   holds within ~1%); where their work was left at the replay's end is not — the CPU's scheduler picks
+#   one side or the other at that moment — and judging that made identical sides part near their NDR.
+TailRule = Literal["tail", "allocation"]
 
 
 @dataclass(frozen=True)
@@ -217,7 +229,7 @@ class Measurer(AbstractMeasurer):  # type: ignore[misc]
         record, self.carry = trial_record(self.axis, trial, outcome, self.allocation(trial.value), index,
                                           self.repeat, "warm", self.carry)
         timeline.end()
-        record = record.model_copy(update={"phases": timeline.records()})
+        record = record.model_copy(update={"phases": timeline.records(), "witness_rate": witness_rate(session, record)})
         if not record.accounted and record.sensor_failed is None and not session.resync():
             # the next trial starts from a true baseline, or says why it could not
             self.note(f"trial {record.index}: the sensor's counters never caught up with its interface")
@@ -262,6 +274,14 @@ class Measurer(AbstractMeasurer):  # type: ignore[misc]
                            sent_pkts=0, repeat=self.repeat, sensor_failed=why or "the sensor did not start")
 
 
+def witness_rate(session: SensorSession, record: TrialRecord) -> float | None:
+    """The host-speed witness's work rate over the trial's replay (None without a witness or a piece
+    inside it): how fast the host ran the sensor's CPUs in this trial."""
+    if session.witness is None or record.started_unix is None or record.ended_unix is None:
+        return None
+    return span_rate(read_witness(session.witness.plan.log), record.started_unix, record.ended_unix)[0]
+
+
 def _counted_at_exit(session: SensorSession, outcome: TrialOutcome) -> TrialOutcome:
     """`outcome` with the stopped sensor's final counters (its exit statistics) and their waterfall."""
     if session.run is None or not outcome.sensor_alive:
@@ -275,9 +295,10 @@ def _counted_at_exit(session: SensorSession, outcome: TrialOutcome) -> TrialOutc
 
 
 def trial_record(axis: Axis, trial: Trial, outcome: TrialOutcome, allocation: Allocation, index: int, repeat: int,
-                 mode: str, carry: Carry) -> tuple[TrialRecord, Carry]:
+                 mode: str, carry: Carry, rule: TailRule = "tail") -> tuple[TrialRecord, Carry]:
     """How the search judges one trial from what the session measured (pure): its record, and what it
-    leaves to the next warm trial (a cold trial owes and is owed nothing)."""
+    leaves to the next warm trial (a cold trial owes and is owed nothing). `rule`: what its work is
+    judged against (TailRule)."""
     rec = outcome.replay.record
     elapsed = max((r.elapsed_s for r in rec.replayers), default=0.0) or (rec.end_unix - rec.start_unix)
     achieved = sum(r.pps for r in rec.replayers)
@@ -301,10 +322,13 @@ def trial_record(axis: Axis, trial: Trial, outcome: TrialOutcome, allocation: Al
             wf = waterfall_of(rec.sent_pkts, outcome.wire, counters, wf.invisible)
     cpu = outcome.cpu
     behind = 0
-    cpu_s = us_per_pkt = None
+    cpu_s = us_per_pkt = allowance_s = None
     if cpu is not None and wf is not None:
         replay_work = max(0.0, cpu.at_replay_end - cpu.at_start - cpu.idle_rate * cpu.replay_s)
-        behind = mlr.behind_packets(cpu.backlog_work_s, replay_work, wf.decoded_pkts, allocation.tail_allowance_s)
+        allowance_s = allocation.tail_allowance_s
+        if rule == "allocation":  # the allocation it did not use during the replay
+            allowance_s += max(0.0, allocation.cores * cpu.replay_s - replay_work)
+        behind = mlr.behind_packets(cpu.backlog_work_s, replay_work, wf.decoded_pkts, allowance_s)
         cpu_s = replay_work + cpu.backlog_work_s
         if wf.decoded_pkts > 0 and cpu_s > 0:
             us_per_pkt = round(cpu_s / wf.decoded_pkts * 1e6, 4)
@@ -317,6 +341,8 @@ def trial_record(axis: Axis, trial: Trial, outcome: TrialOutcome, allocation: Al
         duration_s=round(elapsed, 3), sent_pkts=rec.sent_pkts, counters=counters or Counters(), waterfall=wf,
         sender_limited=offered is not None and achieved < offered * (1 - SENDER_SHORT),
         fell_behind=behind > 0, behind_pkts=behind, repeat=repeat,
+        tail_work_s=round(cpu.backlog_work_s, 6) if cpu else None,
+        tail_allowance_s=None if allowance_s is None else round(allowance_s, 6),
         intended_duration_s=trial.duration_s, accounted=accounted or not outcome.sensor_alive,
         sensor_cpu_s=round(cpu_s, 6) if cpu_s is not None else None, sensor_us_per_pkt=us_per_pkt,
         sensor_failed=None if outcome.sensor_alive else "the sensor died during the trial",

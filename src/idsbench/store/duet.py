@@ -99,6 +99,14 @@ class DuetPlanRecord(Record):
         return next((p for p in self.pairs if p.pair_id == pair_id), None)
 
 
+def write_plan(campaign_root: Path, record: DuetPlanRecord) -> Path:
+    """duet/plan.json: the precision plan as the campaign printed it."""
+    path = campaign_root / DUET_DIR / DUET_PLAN_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, record.model_dump(mode="json"))
+    return path
+
+
 def read_plan(campaign_root: Path) -> DuetPlanRecord | None:
     """The campaign's precision plan (None: it asked no precision, or the file is unreadable)."""
     try:

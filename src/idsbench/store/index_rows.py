@@ -19,10 +19,11 @@ from idsbench.store.layout import CAMPAIGN_FILE, CASES_DIR, COUNTERS_FILE, MONIT
 from idsbench.store.reader import Campaign, probe_or_none, read_probe_doc
 from idsbench.store.schema import CASE_METRICS, CaseResult, SampleSummary, phase_seconds
 
-SCHEMA_VERSION = "7"  # 3: every case metric (sender, loss waterfall, recall) is a column; 4: overhead_s, phases, case
+SCHEMA_VERSION = "8"  # 3: every case metric (sender, loss waterfall, recall) is a column; 4: overhead_s, phases, case
 # keys (store.casekey); 5: `row` holds the typed CaseResult (no `extra`), environment with its `engines`; 6: the
 # engine "capture" is "nodetect" (idsbench.legacy), in the columns and the case keys trend joins on
 # 7: sensor_us_per_pkt_net (issue 41)
+# 8: host_speed, sensor_us_per_pkt_norm (issue 42)
 SERIES_FILES = (SUMMARY_FILE, COUNTERS_FILE, MONITOR_FILE)  # what the digest watches (not eve.json)
 # Stored as columns: the case medians (and their CIs) of CASE_METRICS, and the per-sample figures.
 SAMPLE_FIGURES = (*CASE_METRICS, "decode_ratio")

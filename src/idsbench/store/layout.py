@@ -13,6 +13,7 @@ from idsbench.store.summaryfile import read_summary
 
 # --- the campaign directory ------------------------------------------------------------------------
 CAMPAIGN_FILE = "campaign.json"
+QUICK_SPEC_FILE = "spec.toml"   # a campaign made from `idsbench run --trace …` flags: the spec they made
 PROBE_FILE = "probe.json"
 PROBES_DIR = "probes"          # campaigns on hosts: probes/<host>.json
 CASES_DIR = "cases"
@@ -31,6 +32,7 @@ PREFLIGHT_DIR = "preflight"     # the preflights' work (config tests, ground tru
 # --- a sample directory (cases/<case_id>/s<k>/): idsbench's files ---------------------------------------
 SUMMARY_FILE = "summary.json"
 MONITOR_FILE = "monitor.csv"
+WITNESS_FILE = "witness.csv"   # the host-speed witness's pieces (monitor/witness.py; store/witness.py reads it)
 COUNTERS_FILE = "counters.csv"
 RULE_PROFILE_FILE = "rule_profile.csv"
 HOSTS_FILE = "hosts.json"      # a sample run on hosts: pair, clock offsets, artifact checksums

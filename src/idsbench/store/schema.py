@@ -299,6 +299,23 @@ class SensorCostRecord(Record):
         return self.cycles / self.processed_pkts if self.cycles and self.processed_pkts else None
 
 
+class WitnessRecord(Record):
+    """The host-speed witness over a sample's processing span (monitor/witness.py): how fast a fixed piece
+    of work ran on the sensor's CPUs while the sensor worked. `rate` is its work rate there (iterations per
+    CPU µs, over the pieces that ended inside the span): a host that runs everything 8% slower for a while
+    shows a rate 8% lower, and the sensor's CPU per packet 8% higher. Compared across a campaign's samples
+    only (analysis/sample.py `host_speed`: relative to the campaign's median)."""
+
+    cpus: tuple[int, ...]             # where it ran (the sensor's CPUs; both slots' in a duet)
+    period_s: float                   # a piece every period …
+    piece_s: float                    # … of about this much CPU time
+    span_s: float                     # the span it is measured over (replay start → end of processing)
+    pieces: int                       # pieces that ended inside the span
+    rate: float | None = None         # iterations per CPU µs over them (None: no piece inside)
+    cpu_share: float | None = None    # the pieces' CPU time over the witness's whole log, per second of wall
+                                      # time: what it took from the sensor's CPUs (wake-ups not included)
+
+
 class SampleSummary(Record):
     """summary.json: written last and atomically; a sample is complete iff it exists."""
 
@@ -330,6 +347,7 @@ class SampleSummary(Record):
     profile: ProfileRecord | None = None  # [profile]: where the sensor's CPU went in this sample
     phases: tuple[PhaseRecord, ...] = ()  # schema 3: the timeline (PHASES), empty in older summaries
     cost: SensorCostRecord | None = None  # the sensor's CPU (and PMU counts) per processed packet
+    witness: WitnessRecord | None = None  # the host's speed on the sensor's CPUs while it worked
 
     model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
 
@@ -371,6 +389,10 @@ class TrialRecord(Record):
     backlog_fraction: float | None = None   # work left when the replay ended, over the replay's work
     fell_behind: bool = False         # work beyond the physics allowance was left: behind_pkts > 0
     behind_pkts: int = 0              # the packets of that backlog: not forwarded in time
+    tail_work_s: float | None = None  # the sensor's CPU seconds after the replay ended (idle use taken out)
+    tail_allowance_s: float | None = None  # what of it was no backlog (search/measure.py TailRule)
+    witness_rate: float | None = None  # the host-speed witness's work rate over the replay (store/witness.py;
+                                       # warm trials: compare a search's trials with each other)
     accounted: bool = True            # its waterfall closed (else it was repeated, not judged)
     ceiling: bool = False             # the trial that measured the sender's maximum (topspeed)
     repeat: int = 0                   # which whole search (search.repeats) it belongs to
@@ -522,6 +544,9 @@ CASE_METRICS = ("trace_pkts", "sent_pkts", "captured_pkts", "dropped_pkts", "dec
                 "sensor_us_per_pkt", "sensor_instr_per_pkt", "sensor_cycles_per_pkt",
                 # … without its idle housekeeping over the span (the idle rate before the replay: idsbench.cpucost)
                 "sensor_us_per_pkt_net",
+                # how fast the host ran the sensor's CPUs (the witness; 1.0 = the campaign's median), and CPU
+                # per packet at the campaign's median speed (sensor_us_per_pkt x host_speed)
+                "host_speed", "sensor_us_per_pkt_norm",
                 # a VM's host-side memory: qemu's peak VmRSS, and VmLck + VmPin (setups vm, vm-vfio)
                 "host_mem_bytes", "host_mem_locked_bytes")
 

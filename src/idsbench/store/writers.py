@@ -33,6 +33,7 @@ from idsbench.store.layout import (
     PERF_HOST_REPORT,
     PERF_REPORT,
     PROBE_FILE,
+    QUICK_SPEC_FILE,
     REPORT_FILE,
     SEARCH_FILE,
     SUMMARY_FILE,
@@ -206,4 +207,12 @@ def write_lab_qemu_events(out_dir: Path, counts: Mapping[str, int]) -> Path:
     """The outer qemu's data-path trace events, counted (qemu-events.json)."""
     path = out_dir / LAB_QEMU_EVENTS_FILE
     atomic.write_json(path, dict(sorted(counts.items())), indent=1)
+    return path
+
+
+def write_quick_spec(root: Path, toml: str) -> Path:
+    """spec.toml: the spec `idsbench run --trace …` made from its flags (kept as first written)."""
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / QUICK_SPEC_FILE
+    atomic.write_text(path, toml)
     return path

@@ -31,9 +31,8 @@ from idsbench.run.duet.session import DuetDeps
 from idsbench.run.preflight import prepare_campaign
 from idsbench.run.progress import Progress
 from idsbench.spec import Spec
-from idsbench.store import atomic
-from idsbench.store.duet import DuetPlanRecord, DuetSampleRecord, PairPlanRecord, read_plan
-from idsbench.store.layout import DUET_CALIBRATION_DIR, DUET_DIR, DUET_FILE, DUET_PLAN_FILE, CampaignDir
+from idsbench.store.duet import DuetPlanRecord, DuetSampleRecord, PairPlanRecord, read_plan, write_plan
+from idsbench.store.layout import DUET_CALIBRATION_DIR, DUET_DIR, DUET_FILE, CampaignDir
 from idsbench.store.reader import read_campaign_doc
 
 
@@ -198,7 +197,7 @@ class DuetCampaign:
         plan = plan_pairs(rates, precision, max(0.0, budget_s - calibration_s),
                           self.ctx.settings.samples)
         record = plan_record(plan, rates, calibration_s)
-        atomic.write_json(self.ctx.layout.root / DUET_DIR / DUET_PLAN_FILE, record.model_dump(mode="json"))
+        write_plan(self.ctx.layout.root, record)
         return record
 
 

@@ -39,7 +39,7 @@ from idsbench.run.session import Monitor, Phase, SampleDeps, SenderGroup, Sensor
 from idsbench.run.timeline import Timeline
 from idsbench.run.verdict import describe_exit
 from idsbench.setups.base import IsolationProcesses, SetupRequest
-from idsbench.store.layout import CONSOLE_FILE, MONITOR_FILE
+from idsbench.store.layout import CONSOLE_FILE, MONITOR_FILE, WITNESS_FILE
 from idsbench.store.schema import Placement
 from idsbench.teardown import TeardownStack
 from idsbench.wire.mirror import MirrorEnds, MirrorWire
@@ -206,8 +206,11 @@ class DuetSession:
             self.pair_dir / MONITOR_FILE, float(ctx.settings.sensor.stats_interval_s), ends,
             [(side.name, side.slot.index, side.session.stats) for side in self.sides], extra)
         self.monitor.start()
+        # one witness on both slots' CPUs (the shared placement's one CPU): both sides' host speed
+        witness = sd.make_witness(self.sup, self.sensor_cpus(), self.pair_dir / WITNESS_FILE)
         for side in self.sides:
             side.session.sender = self.sender
+            side.session.witness = witness
         self.phase("sensor start")
         self._enter("sensor_start")
         for side in self.order:
@@ -216,6 +219,12 @@ class DuetSession:
             s.child = s.setup.launch(s.run.argv, stdout=s.sample_dir / CONSOLE_FILE)
         self._enter("ready")
         return all(self._wait_ready(side) for side in self.order)
+
+    def sensor_cpus(self) -> list[int]:
+        """Both slots' CPUs (a slot on all CPUs: every CPU but the sender's, where there are others)."""
+        available = self.deps.sample.available_cpus()
+        rest = [c for c in available if c not in self.placement.sender_cpus] or available
+        return sorted({c for side in self.sides for c in (side.slot.cpus or rest)})
 
     def _wait_ready(self, side: Side) -> bool:
         """As a single sample's session waits (its memory watch, its failure facts)."""
