@@ -234,8 +234,8 @@ if [ -d "$source" ]; then
       "($([ $incremental = yes ] && echo "incremental" || echo "first tree of this version: about 6-11 min on 2 cores"))"
   cut -c67- "$manifest" >"$work/paths"
   (cd "$build_src" && tr '\n' '\0' <"$work/paths" | xargs -0 -r sha256sum 2>/dev/null || true) >"$work/have"
-  awk 'NR==FNR{have[substr($0,67)]=substr($0,1,64); next} have[substr($0,67)]!=substr($0,1,64){print substr($0,67)}' \
-    "$work/have" "$manifest" >"$work/copy"
+  awk 'FILENAME==ARGV[1]{have[substr($0,67)]=substr($0,1,64); next}
+       have[substr($0,67)]!=substr($0,1,64){print substr($0,67)}' "$work/have" "$manifest" >"$work/copy"
   if [ -f "$tree_home/paths" ]; then
     LC_ALL=C comm -23 <(LC_ALL=C sort "$tree_home/paths") <(LC_ALL=C sort "$work/paths") >"$work/gone"
     (cd "$build_src" && tr '\n' '\0' <"$work/gone" | xargs -0 -r rm -f)
@@ -250,7 +250,7 @@ if [ -d "$source" ]; then
   log "sources: $synced"
   echo "== sources: $synced" >>"$build_log"
   head -50 "$work/copy" | sed 's/^/   /' >>"$build_log"
-  [ -L "$build_src/rust/target" ] || { rm -rf "$build_src/rust/target"; ln -s "$cargo_target" "$build_src/rust/target"; }
+  [ -L "$build_src/rust/target" ] || { rm -rf "$build_src/rust/target"; mkdir -p "$build_src/rust"; ln -s "$cargo_target" "$build_src/rust/target"; }
   compiled_prefix=$tree_home/prefix
   cd "$build_src"
   for p in "${patches[@]}"; do step "patch $(basename "$p")" patch -p1 -i "$p"; done

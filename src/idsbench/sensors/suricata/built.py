@@ -75,6 +75,10 @@ class BuiltSuricata(Suricata):
     def build_info(self) -> dict[str, object]:
         info = super().build_info()
         if self.prefix is not None:
+            compiled = self.build.compiled_prefix
+            if compiled and compiled != str(self.prefix):  # a tree build, moved from the shared prefix
+                for key in ("sysconfdir", "datarootdir"):
+                    info[key] = str(info[key]).replace(compiled, str(self.prefix), 1)
             info.update(self.build.record())
         info["engine"] = self.ref.name
         info["rule_profiling"] = self.ref.profiling
