@@ -60,7 +60,8 @@ class SuricataBuild:
                 "build_id": self.build_id, "source": self.source, "source_sha256": self.source_sha256,
                 "compilers": self.compilers, "build_s": self.build_s, "prefix": str(self.prefix),
                 "profiling_rules": self.profiling_rules, "profiler_clock": self.profiler_clock,
-                "build_identity": self.identity or f"archive={self.source_sha256}", "commit": self.commit or None}
+                "build_identity": self.identity or f"archive={self.source_sha256}", "commit": self.commit or None,
+                "make_s": self.make_s, "ccache": self.ccache or None}
 
 
 def parse_stamp(prefix: Path, text: str) -> SuricataBuild:

@@ -27,6 +27,9 @@ SEARCH_FILE = "search.json"
 TRUTH_DIR = "truth"            # <campaign>/truth/<case_id>.json: the offline ground truth of a case
 DUET_DIR = "duet"              # <campaign>/duet/<pair_id>/s<k>/duet.json + monitor.csv (both sides)
 DUET_FILE = "duet.json"
+GATE_FILE = "gate.json"        # `idsbench gate --out DIR`: the verdict for scripts (gate/model.py)
+GATE_MD_FILE = "gate.md"       # … and for a pull request (gate/render.py)
+BISECT_FILE = "bisect.json"    # `idsbench gate --bisect`: every step and the culprit
 KEPT_ON_RESUME = ("ok", "invalid", "oom")
 
 
