@@ -75,6 +75,12 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("idsbench gate: interrupted; no verdict (exit 3)", file=sys.stderr)
         return EXIT_ERROR
+    except Exception as exc:  # any other failure is an error too: exit 1 would read as a regression
+        import traceback
+
+        traceback.print_exc()
+        print(f"idsbench gate: internal error: {type(exc).__name__}: {exc}; no verdict (exit 3)", file=sys.stderr)
+        return EXIT_ERROR
 
 
 def _gate(args: argparse.Namespace) -> int:
