@@ -269,3 +269,12 @@ def test_bad_input_exits_3_without_a_verdict(tmp_path: Path, capsys: pytest.Capt
     assert "--repo" in capsys.readouterr().err
     assert main(["gate", "suricata", "suricata", "--threshold", "0", "--out", str(out)]) == 3
     assert not (out / "gate.json").exists()
+
+
+def test_traffic_takes_captures_and_a_specs_traces(tmp_path: Path) -> None:
+    from idsbench.gate.run import expand_traffic
+
+    (tmp_path / "a.pcap").write_bytes(b"")
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "x"\n[traffic]\ntraces = ["a.pcap", "builtin:web"]\n')
+    assert expand_traffic(["/x/y.pcap", str(spec)]) == ["/x/y.pcap", str(tmp_path / "a.pcap"), "builtin:web"]

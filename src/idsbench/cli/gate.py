@@ -29,7 +29,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("sides", nargs="*", metavar="SIDE",
                    help="BASE HEAD; with --bisect: GOOD BAD (refs of --repo)")
     p.add_argument("--traffic", action="append", default=[], metavar="PCAP",
-                   help="a trace (pcap/pcapng, or builtin:NAME); repeat for several (default builtin:mixed)")
+                   help="a trace (pcap/pcapng, or builtin:NAME), or a spec file (.toml) whose traffic.traces to take; "
+                        "repeat for several (default builtin:mixed)")
     p.add_argument("--rules", action="append", default=[], metavar="R",
                    help="a rule file or directory (repeat); default builtin:events, each side's bundled rules")
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD_PCT, metavar="PCT",

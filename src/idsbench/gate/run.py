@@ -166,11 +166,25 @@ def _side_samples(campaign: Campaign) -> SideSamples:
     return out
 
 
+def expand_traffic(refs: Sequence[str]) -> list[str]:
+    """--traffic values: a capture or builtin trace as it is; a spec file (.toml) gives its traffic's traces."""
+    from idsbench.spec import load_spec
+
+    out: list[str] = []
+    for ref in refs:
+        if ref.endswith(".toml"):
+            spec = load_spec(ref)
+            out += [r if r.startswith("builtin:") else str(spec.resolve_path(r)) for r in spec.traffic.trace_refs()]
+        else:
+            out.append(ref)
+    return out
+
+
 def check_traces(refs: Sequence[str], cache_dir: Path) -> list[tuple[str, str, Path]]:
     """(label, reference, path) per trace; InputError for one that is missing or does not read."""
     taken: set[str] = set()
     out = []
-    for ref in refs:
+    for ref in expand_traffic(refs):
         path = resolve_trace(ref, cache_dir)
         info = read_info(path, cache_dir=cache_dir)
         if info.packets == 0:
