@@ -5,7 +5,8 @@ Each part prints its figures beside the targets:
 
 - build: the base = the 8.0.6 release tree (cold: a fresh ccache and build tree when --cold), then the
   head = that tree with tests/data/gate/decoder-cost.patch, rebuilt after the base. Target: the head's
-  rebuild ≤ 180 s.
+  rebuild ≤ 180 s. Then a tree with a Rust change and one without it (a C change): the Rust marker string is
+  in the first binary only (the shared Cargo target never serves one tree's Rust to another).
 - cost: heads with the decoder's busy loop in two sizes (--sizes, iterations per packet), 3 traces (--traces):
   the gate's Δ per trace with its CI, against the extra cost measured offline (`suricata -r` of each trace
   looped to --offline-pkts packets, --offline-reps alternating repeats of base and head, CPU time of the
@@ -121,6 +122,22 @@ def part_build(args: argparse.Namespace, misses: list[str]) -> None:
         f"ccache {h.get('ccache')}, synced {h.get('synced')}   target: ≤ 180 s")
     if int(h.get("build_s", "9999")) > 180:
         misses.append(f"build: the head's rebuild took {h.get('build_s')} s (target ≤ 180 s)")
+    # the shared Cargo target follows the tree: a Rust change, then a tree without it (C change only)
+    marker = "idsbench rust marker"
+    rust = args.work / "head-rust"
+    if not rust.is_dir():
+        shutil.copytree(base_tree, rust, symlinks=True)
+        ssh = rust / "rust" / "src" / "ssh" / "ssh.rs"
+        ssh.write_text(ssh.read_text().replace("disabled for SSH.", f"disabled for SSH ({marker})."))
+    r = build(rust)
+    c_only = patched(base_tree, args.work / f"head-spin{args.sizes[-1]}", "decoder-cost.patch", args.sizes[-1])
+    c = build(c_only)
+    has = {name: marker in subprocess.run(["strings", f"{stamp['prefix']}/bin/suricata"], capture_output=True,
+                                         text=True, check=True).stdout for name, stamp in (("rust", r), ("c", c))}
+    say(f"  a Rust change: build_s {r.get('build_s')} s, marker in its binary: {has['rust']}; the next tree "
+        f"(C only): build_s {c.get('build_s')} s, marker in its binary: {has['c']}   target: True, False")
+    if not has["rust"] or has["c"]:
+        misses.append(f"build: the shared Cargo target mixed trees (marker: rust {has['rust']}, c {has['c']})")
 
 
 def loop_pcap(src: Path, dest: Path, packets: int) -> int:
