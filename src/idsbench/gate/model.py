@@ -97,7 +97,8 @@ class GateDoc(_Model):
     resources: list[ResourceDoc] = Field(default_factory=list)
     aa: AADoc | None = None
     rounds: int = 0
-    wall_s: float = 0.0
+    wall_s: float = Field(0.0, description="the whole gate: builds, offline pass, probe, rounds")
+    measure_s: float = Field(0.0, description="the probe and the rounds (what --budget-s bounds)")
     budget_s: float = 0.0
     allow_alert_changes: bool = False
     campaigns: list[str] = Field(default_factory=list, description="the campaign directories (relative to DIR)")

@@ -45,7 +45,8 @@ def render(doc: GateDoc) -> str:
         aa = f" (A/A arm: {_pct(None if doc.aa.ratio is None else (doc.aa.ratio - 1) * 100)} {_ci(doc.aa.ratio_ci)}, " \
              f"{doc.aa.samples} samples, {doc.aa.verdict})"
     out.append(f"Threshold ±{doc.threshold_pct:g}%; noise floor {floor}{aa}; {doc.rounds} rounds in "
-               f"{doc.wall_s:.0f} s (budget {doc.budget_s:.0f} s).")
+               f"{doc.measure_s:.0f} s (budget {doc.budget_s:.0f} s; {doc.wall_s:.0f} s with the builds and the "
+               "offline pass).")
     out += ["", "| trace | Δ cost/packet | CI | samples | verdict |", "|---|---:|---|---:|---|"]
     for t in doc.traces:
         need = f" (about {t.samples_needed} samples would settle it)" if t.verdict == "unknown" and t.samples_needed else ""

@@ -268,8 +268,11 @@ def run_gate(base_text: str, head_text: str, out: Path, options: GateOptions, *,
         sides.check_distinct(base, head)
         base_id, head_id = build_side(base, say), build_side(head, say)
         offline = _offline_pass(base, head, traces, out / "offline", options, say) if options.offline else {}
+        measuring = time.monotonic()  # the budget covers the measurement: the probe and the rounds
         rates = probe_rates(base.engine, traces, out / CAMPAIGNS_DIR / "probe", options, say, stream)
-        return _measure(base, head, base_id, head_id, traces, rates, offline, out, options, started, say, stream)
+        run = _measure(base, head, base_id, head_id, traces, rates, offline, out, options, measuring, say, stream)
+        run.doc = run.doc.model_copy(update={"wall_s": round(time.monotonic() - started, 1)})
+        return run
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -410,7 +413,7 @@ def _conclude(base_id: sides.Identity, head_id: sides.Identity, heads: dict[str,
         events_diff=events, resources=resources,
         aa=AADoc(ratio=aa_j.ratio, ratio_ci=_ci_list(aa_j.ratio_ci), ci_level=round(aa_j.ci_level, 4),
                  verdict=aa_j.verdict, samples=aa_j.samples),
-        rounds=rounds, wall_s=round(wall_s, 1), budget_s=options.budget_s,
+        rounds=rounds, wall_s=round(wall_s, 1), measure_s=round(wall_s, 1), budget_s=options.budget_s,
         allow_alert_changes=options.allow_alert_changes,
         campaigns=[str(p.relative_to(out)) for p in campaigns], notes=notes)
     return GateRun(doc, campaigns)
