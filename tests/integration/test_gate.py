@@ -64,7 +64,7 @@ def _gate(*args: str, env_extra: dict[str, str] | None = None, timeout: float = 
 def test_a_costly_head_that_drops_a_decoder_event_regresses_and_lists_the_sid(tmp_path: Path, ready: Path) -> None:
     head = _tree(tmp_path / "head", PATCHES)
     out = tmp_path / "gate"
-    done = _gate("suricata@8.0.6", str(head), "--traffic", str(TRACE), "--rate", "2000", "--duration-s", "3",
+    done = _gate("suricata@8.0.6", str(head), "--traffic", str(TRACE), "--rate", "5000", "--duration-s", "3",
                  "--budget-s", "600", "--no-report", "--out", str(out))
     assert done.returncode == 1, done.stderr[-3000:]
     doc = json.loads((out / "gate.json").read_text())
