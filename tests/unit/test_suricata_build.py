@@ -94,6 +94,26 @@ def test_profiling_on_a_build_without_it_is_refused(monkeypatch: pytest.MonkeyPa
         engine.require()
 
 
+def test_require_builds_a_missing_build_without_profiling_too(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`suricata@<tree>` (no +profiling) is built in preflight: require() makes the build before it looks for
+    the binary (it used to look first and fail on a build not made yet)."""
+    from idsbench.sensors.suricata import built
+
+    prefix = tmp_path / "8.0.6-profiling-abc"
+    made: list[Path | None] = []
+
+    def fake_ensure(ref: EngineRef, where: Path | None = None) -> object:
+        made.append(where)
+        raise EnvironmentMissing("building failed")  # what a failing build raises: the require stops there
+
+    monkeypatch.setattr(built, "prefix_of", lambda ref: prefix)
+    monkeypatch.setattr(built, "ensure_build", fake_ensure)
+    engine = built.BuiltSuricata(EngineRef("suricata@/src/t", "suricata", "8.0.6", tmp_path, frozenset()))
+    with pytest.raises(EnvironmentMissing, match="building failed"):
+        engine.require()
+    assert made == [prefix]
+
+
 def _stamp(profiling: str = "yes") -> str:
     return ("version=8.0.6\noptions=profiling\nconfigure=--enable-profiling-rules\nsource=/s/suricata-8.0.6.tar.xz\n"
             "source_sha256=895234\ncompilers=gcc;rustc 1.96\ndigest=1163df6de4b1\nhyperscan=yes\n"

@@ -62,7 +62,8 @@ class BuiltSuricata(Suricata):
             if self.ref.profiling and not re.search(r"Profiling rules enabled:\s+yes", self._build_info_text):
                 raise installed_profiling_error(self.ref.name)
             return
-        if self.ref.profiling and not self.build.profiling_rules:
+        build = self.build  # found, or built now (EnvironmentMissing quoting its log when that fails)
+        if self.ref.profiling and not build.profiling_rules:
             raise installed_profiling_error(self.ref.name)
         super().require()
 
