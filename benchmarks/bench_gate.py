@@ -287,7 +287,7 @@ def part_bisect(args: argparse.Namespace, misses: list[str]) -> None:
     if not repo.is_dir():
         shutil.copytree(base_tree, repo, symlinks=True)
         git(repo, "init", "-q", "-b", "main")
-        git(repo, "add", "-A")
+        git(repo, "add", "-A", "-f")  # the release tree whole: its .gitignore names files a build needs
         git(repo, "commit", "-qm", "suricata 8.0.6")
         for k in range(1, 6):
             if k == 3:
