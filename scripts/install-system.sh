@@ -14,9 +14,10 @@ PKGS=(suricata tcpreplay iproute2 ethtool procps util-linux python3-venv python3
       libhyperscan-dev libunwind-dev
       # Suricata 8 is built from ../shared/src (scripts/build-suricata.sh): Rust >= 1.75 (Debian 12's
       # rustc-web/cargo-web), cbindgen and its C libraries; libxdp/libbpf/libelf give it AF_XDP capture
-      # (and eBPF/XDP, as Debian's own Suricata has; no clang: no eBPF programs are compiled)
+      # (and eBPF/XDP, as Debian's own Suricata has; no clang: no eBPF programs are compiled); ccache keeps
+      # rebuilds of a source tree that differs in a few files (idsbench gate) to minutes
       rustc-web cargo-web cbindgen libjansson-dev libyaml-dev libcap-ng-dev libmagic-dev liblz4-dev
-      libnet1-dev libxdp-dev libbpf-dev libelf-dev
+      libnet1-dev libxdp-dev libbpf-dev libelf-dev ccache
       # Suricata's XDP/eBPF bypass programs, built from its sources (idsbench/sensors/suricata/ebpf.py);
       # bpftool reads the eBPF socket filter's per-flow counters (what it dropped) while Suricata runs
       clang llvm bpftool)

@@ -37,6 +37,15 @@ class SuricataBuild:
     # the rule profiler's clock read: "lfence-rdtsc" (our patch, scripts/patches) or upstream's
     # "cpuid-rdtsc-cpuid" (stamps from before the patch say nothing: upstream's)
     profiler_clock: str = "cpuid-rdtsc-cpuid"
+    # what the build is: "commit=<sha>[+dirty]" (a git tree or one exported from git), "tree=<sha256>" (a
+    # tree's content) or "archive=<sha256>"; stamps from before say nothing: the source's sha256
+    identity: str = ""
+    commit: str = ""
+    # the --prefix the binary was configured with (tree builds share one and are moved to `prefix`)
+    compiled_prefix: str = ""
+    make_s: int | None = None
+    incremental: bool = False
+    ccache: str = ""  # "yes hits=N misses=M", "no" or "" (stamps from before)
 
     @property
     def binary(self) -> Path:
@@ -50,7 +59,9 @@ class SuricataBuild:
         return {"build_version": self.version, "build_options": self.options, "configure_flags": self.configure,
                 "build_id": self.build_id, "source": self.source, "source_sha256": self.source_sha256,
                 "compilers": self.compilers, "build_s": self.build_s, "prefix": str(self.prefix),
-                "profiling_rules": self.profiling_rules, "profiler_clock": self.profiler_clock}
+                "profiling_rules": self.profiling_rules, "profiler_clock": self.profiler_clock,
+                "build_identity": self.identity or f"archive={self.source_sha256}", "commit": self.commit or None,
+                "make_s": self.make_s, "ccache": self.ccache or None}
 
 
 def parse_stamp(prefix: Path, text: str) -> SuricataBuild:
@@ -62,7 +73,10 @@ def parse_stamp(prefix: Path, text: str) -> SuricataBuild:
             source=values["source"], source_sha256=values["source_sha256"], compilers=values["compilers"],
             build_id=values["digest"], hyperscan=values["hyperscan"] == "yes",
             profiling_rules=values["profiling_rules"] == "yes", build_s=int(values["build_s"]),
-            profiler_clock=values.get("profiler_clock", "cpuid-rdtsc-cpuid"))
+            profiler_clock=values.get("profiler_clock", "cpuid-rdtsc-cpuid"), identity=values.get("identity", ""),
+            commit=values.get("commit", ""), compiled_prefix=values.get("compiled_prefix", ""),
+            make_s=int(values["make_s"]) if values.get("make_s", "").isdigit() else None,
+            incremental=values.get("incremental") == "yes", ccache=values.get("ccache", ""))
     except KeyError as exc:
         raise ValueError(f"build stamp lacks {exc.args[0]}") from None
 

@@ -37,6 +37,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("sensors/snort/ruleprep.py", "builtin_events.build"): "Snort's built-in rules, in the rule cache",
     ("sensors/snort/runtime.py", "runtime_packages"): "the runtime package list, cached",
     ("bypass/suricata.py", "program.compile_to"): "an eBPF program compiled into the cache",
+    # the gate's working trees and offline reads (no result file: inputs it builds and reads)
+    ("gate/sides.py", "export_tree"): "a temporary source tree exported from git (and its origin note)",
+    ("gate/offline.py", "_widen"): "the offline read's own suricata.yaml (event types widened), which only it reads",
     ("setups/container/dockerd.py", "_claim_data_root"): "the private dockerd's data-root lock",
     ("setups/container/dockerd.py", "_write_owner"): "the private dockerd's data-root owner file",
     ("setups/vm/image.py", "ensure_image"): "the guest image's lock in the cache",

@@ -94,6 +94,26 @@ def test_profiling_on_a_build_without_it_is_refused(monkeypatch: pytest.MonkeyPa
         engine.require()
 
 
+def test_require_builds_a_missing_build_without_profiling_too(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`suricata@<tree>` (no +profiling) is built in preflight: require() makes the build before it looks for
+    the binary (it used to look first and fail on a build not made yet)."""
+    from idsbench.sensors.suricata import built
+
+    prefix = tmp_path / "8.0.6-profiling-abc"
+    made: list[Path | None] = []
+
+    def fake_ensure(ref: EngineRef, where: Path | None = None) -> object:
+        made.append(where)
+        raise EnvironmentMissing("building failed")  # what a failing build raises: the require stops there
+
+    monkeypatch.setattr(built, "prefix_of", lambda ref: prefix)
+    monkeypatch.setattr(built, "ensure_build", fake_ensure)
+    engine = built.BuiltSuricata(EngineRef("suricata@/src/t", "suricata", "8.0.6", tmp_path, frozenset()))
+    with pytest.raises(EnvironmentMissing, match="building failed"):
+        engine.require()
+    assert made == [prefix]
+
+
 def _stamp(profiling: str = "yes") -> str:
     return ("version=8.0.6\noptions=profiling\nconfigure=--enable-profiling-rules\nsource=/s/suricata-8.0.6.tar.xz\n"
             "source_sha256=895234\ncompilers=gcc;rustc 1.96\ndigest=1163df6de4b1\nhyperscan=yes\n"
@@ -116,7 +136,9 @@ def test_build_stamp_parses_and_names_a_missing_key(tmp_path: Path) -> None:
 def test_failing_build_is_refused_with_the_log_tail(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A source tree whose configure fails: the script stops, keeps the log, and the error quotes it."""
     tree = tmp_path / "suricata-9.9.9"
-    tree.mkdir()
+    (tree / "src").mkdir(parents=True)
+    (tree / "src" / "suricata.c").write_text("int main(void) { return 0; }\n")
+    (tree / "configure.ac").write_text("AC_INIT([suricata],[9.9.9])\n")
     (tree / "configure").write_text("#!/bin/sh\necho 'checking for the impossible... no'\n"
                                     "echo 'configure: error: the impossible is missing' >&2\nexit 1\n")
     (tree / "configure").chmod(0o755)
@@ -127,7 +149,8 @@ def test_failing_build_is_refused_with_the_log_tail(monkeypatch: pytest.MonkeyPa
     text = str(err.value)
     assert "the impossible is missing" in text and "failed" in text and "make system" in text
     assert list((tmp_path / "cache" / "suricata").glob("9.9.9-profiling-*.failed.log"))
-    assert not [p for p in (tmp_path / "cache" / "suricata").iterdir() if p.is_dir() and not p.name.startswith(".")]
+    assert "the compiler said" in text  # configure's error line, quoted before the log's tail
+    assert not list((tmp_path / "cache" / "suricata").glob("9.9.9-profiling-*/"))  # no half-built prefix left
 
 
 PERF = {"timestamp": "2026-11-26T19:00:00", "sort": "ticks", "rules": [

@@ -13,8 +13,8 @@ import sys
 from idsbench import __version__
 from idsbench.errors import IdsbenchError
 
-SUBCOMMANDS = ["run", "search", "report", "results", "compare", "index", "trend", "trace", "doctor", "cleanup", "probe", "tune",
-               "hosts", "lab", "spec-reference"]
+SUBCOMMANDS = ["run", "search", "report", "results", "compare", "gate", "index", "trend", "trace", "doctor", "cleanup",
+               "probe", "tune", "hosts", "lab", "spec-reference"]
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -76,6 +76,11 @@ LAB_CAMPAIGN_DIR = "campaign"          # the campaign run in the outer VM
 DUET_PLAN_FILE = "plan.json"   # <campaign>/duet/plan.json: a precision plan (run/duet/precision.py) as printed
 DUET_CALIBRATION_DIR = "duet-calibration"  # <campaign>/duet-calibration/: a campaign layout of its own for
                                            # the calibration samples (one per pair; read by no analysis)
+
+# --- `idsbench gate --out DIR` (src/idsbench/gate/) -------------------------------------------------
+GATE_FILE = "gate.json"        # `idsbench gate --out DIR`: the verdict for scripts (gate/model.py)
+GATE_MD_FILE = "gate.md"       # … and for a pull request (gate/render.py)
+BISECT_FILE = "bisect.json"    # `idsbench gate --bisect`: every step and the culprit
 KEPT_ON_RESUME = ("ok", "invalid", "oom")
 
 

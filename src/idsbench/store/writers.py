@@ -22,9 +22,12 @@ from idsbench.store import atomic
 from idsbench.store.appender import RowAppender
 from idsbench.store.campaigndoc import CampaignDoc
 from idsbench.store.layout import (
+    BISECT_FILE,
     CAMPAIGN_FILE,
     CONTAINER_FILE,
     FIGURES_DIR,
+    GATE_FILE,
+    GATE_MD_FILE,
     GUESTRUN_FILE,
     HOSTS_FILE,
     LAB_INNER_FILE,
@@ -216,3 +219,18 @@ def write_quick_spec(root: Path, toml: str) -> Path:
     path = root / QUICK_SPEC_FILE
     atomic.write_text(path, toml)
     return path
+
+
+def write_gate(out: Path, doc: Mapping[str, object], markdown: str) -> tuple[Path, Path]:
+    """gate.json (for scripts) and gate.md (for a pull request) of `idsbench gate --out DIR`."""
+    out.mkdir(parents=True, exist_ok=True)
+    atomic.write_json(out / GATE_FILE, doc)
+    atomic.write_text(out / GATE_MD_FILE, markdown)
+    return out / GATE_FILE, out / GATE_MD_FILE
+
+
+def write_bisect(out: Path, doc: Mapping[str, object]) -> Path:
+    """bisect.json of `idsbench gate --bisect`: every step and the culprit."""
+    out.mkdir(parents=True, exist_ok=True)
+    atomic.write_json(out / BISECT_FILE, doc)
+    return out / BISECT_FILE

@@ -33,6 +33,7 @@ RUN_OPTIONS = frozenset({"profiling"})  # turned on per run
 BUILD_OPTIONS = frozenset({"nohyperscan"})  # change the build
 _VERSION = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
 _SOURCE_VERSION = re.compile(r"suricata-(\d+\.\d+(?:\.\d+)?)(?:\.tar\.(?:xz|gz))?$")
+_AC_INIT = re.compile(r"AC_INIT\(\[suricata\]\s*,\s*\[(\d+\.\d+(?:\.\d+)?)[^\]]*\]")
 FAILED_LOG_LINES = 25
 # the built binary's runtime libraries (Debian 12 names): a container/VM image installs them. AF_XDP's
 # libxdp1, libbpf1 and libelf1 are not listed: every image holds the host's Suricata package, which depends
@@ -98,11 +99,23 @@ def parse_engine(name: str) -> EngineRef:
     else:
         source = Path(where).expanduser()
         m = _SOURCE_VERSION.search(source.name)
-        if not m:
-            raise SpecError(f"sensor.engine {name!r}: neither a version nor a source named suricata-<version>.",
-                            fix="write 'suricata@8.0.6', or give a path like /src/suricata-8.0.6.tar.xz.")
-        version = m.group(1)
+        tree_version = tree_version_of(source) if m is None and source.is_dir() else None
+        if not m and tree_version is None:
+            raise SpecError(f"sensor.engine {name!r}: neither a version nor a source named suricata-<version> "
+                            "nor a Suricata source tree (configure.ac with AC_INIT([suricata],[X.Y.Z])).",
+                            fix="write 'suricata@8.0.6', or give a path like /src/suricata-8.0.6.tar.xz or a "
+                                "Suricata checkout.")
+        version = m.group(1) if m else str(tree_version)
     return EngineRef(name, base, version, source, options)
+
+
+def tree_version_of(tree: Path) -> str | None:
+    """The version a Suricata source tree declares (configure.ac's AC_INIT), None when it is not one."""
+    try:
+        m = _AC_INIT.search((tree / "configure.ac").read_text(errors="replace")[:4000])
+    except OSError:
+        return None
+    return m.group(1) if m else None
 
 
 def check_source(ref: EngineRef) -> Path:
@@ -156,15 +169,29 @@ def ensure_build(ref: EngineRef, prefix: Path | None = None) -> SuricataBuild:
     if cp.returncode != 0 or found is None:
         failed_log = Path(f"{prefix}.failed.log")
         try:
-            tail = failed_log.read_text(errors="replace").splitlines()[-FAILED_LOG_LINES:]
+            lines = failed_log.read_text(errors="replace").splitlines()
         except OSError:
-            tail = []
+            lines = []
+        compiler = compiler_errors(lines)
+        said = "; the compiler said:\n  " + "\n  ".join(compiler) if compiler else ""
         raise EnvironmentMissing(
-            f"building Suricata {ref.version} for {ref.name!r} failed (exit {cp.returncode}); the build log "
-            f"{failed_log} ends:\n  " + "\n  ".join(tail),
+            f"building Suricata {ref.version} for {ref.name!r} failed (exit {cp.returncode}){said}\nthe build log "
+            f"{failed_log} ends:\n  " + "\n  ".join(lines[-FAILED_LOG_LINES:]),
             fix="install the build dependencies (`make system`), or fix the source named; "
                 "`make suricata-src` builds it by hand.")
     return found
+
+
+_COMPILER_ERROR = re.compile(r"(\berror\b|\bError\b|undefined reference|^error\[E\d+\])")
+COMPILER_LINES = 8
+
+
+def compiler_errors(lines: list[str]) -> list[str]:
+    """The build log's last compiler error lines (gcc's `file:line: error:`, rustc's `error[E…]`, the
+    linker's `undefined reference`), at most COMPILER_LINES, in log order."""
+    hits = [line.strip() for line in lines if _COMPILER_ERROR.search(line) and not line.startswith("== ")
+            and "make" not in line.split(":", 1)[0]]
+    return hits[-COMPILER_LINES:]
 
 
 def installed_profiling_error(name: str) -> EnvironmentMissing:

@@ -62,7 +62,8 @@ class BuiltSuricata(Suricata):
             if self.ref.profiling and not re.search(r"Profiling rules enabled:\s+yes", self._build_info_text):
                 raise installed_profiling_error(self.ref.name)
             return
-        if self.ref.profiling and not self.build.profiling_rules:
+        build = self.build  # found, or built now (EnvironmentMissing quoting its log when that fails)
+        if self.ref.profiling and not build.profiling_rules:
             raise installed_profiling_error(self.ref.name)
         super().require()
 
@@ -75,6 +76,10 @@ class BuiltSuricata(Suricata):
     def build_info(self) -> dict[str, object]:
         info = super().build_info()
         if self.prefix is not None:
+            compiled = self.build.compiled_prefix
+            if compiled and compiled != str(self.prefix):  # a tree build, moved from the shared prefix
+                for key in ("sysconfdir", "datarootdir"):
+                    info[key] = str(info[key]).replace(compiled, str(self.prefix), 1)
             info.update(self.build.record())
         info["engine"] = self.ref.name
         info["rule_profiling"] = self.ref.profiling

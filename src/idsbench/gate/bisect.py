@@ -1,0 +1,130 @@
+"""`idsbench gate --bisect GOOD BAD --repo DIR`: the first commit whose cost differs from GOOD's beyond the
+threshold. The commits are those on the ancestry path GOOD..BAD (oldest first); every step is a gate run
+GOOD against one commit (each built from the shared build tree: a step recompiles what differs). First
+GOOD against BAD sets the direction (regression or improvement; `same` or `unknown` ends it there), then a
+binary search: a commit that differs in that direction moves the upper end, one that is `same` the lower;
+an `unknown` step ends the search with the range still open.
+
+A culprit needs a human to confirm: code layout alone (a function moved, an alignment changed) can move a
+build's cost by about 1%, so a commit that touches nothing hot can still be named when the threshold is
+that small."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from idsbench import proc
+from idsbench.errors import InputError
+from idsbench.gate.plan import GateOptions
+from idsbench.gate.run import GateRun, run_gate
+from idsbench.gate.sides import resolve_commit
+
+CAVEAT = ("a culprit needs a human to confirm: code layout alone can move a build's cost by about 1%, so rerun "
+          "`idsbench gate` on the commit and its parent, and read the change, before blaming it")
+
+
+@dataclass(frozen=True)
+class Step:
+    commit: str
+    subject: str
+    verdict: str
+    effect_pct: float | None
+    ci_pct: tuple[float, float] | None
+    out: str
+
+
+@dataclass
+class BisectResult:
+    good: str
+    bad: str
+    commits: list[str]
+    direction: str | None = None
+    culprit: str | None = None
+    culprit_subject: str = ""
+    open_range: tuple[str, str] | None = None
+    steps: list[Step] = field(default_factory=list)
+    exit_status: int = 0
+    message: str = ""
+    caveat: str = CAVEAT
+
+
+def commits_between(repo: Path, good: str, bad: str) -> list[str]:
+    """The commits after GOOD up to BAD on its ancestry path, oldest first; InputError when BAD does not
+    descend from GOOD."""
+    cp = proc.run(["git", "-C", str(repo), "rev-list", "--reverse", "--ancestry-path", f"{good}..{bad}"],
+                  timeout=120, check=False)
+    commits = cp.stdout.split()
+    if cp.returncode != 0 or not commits:
+        raise InputError(f"{repo}: no commits lead from {good[:12]} to {bad[:12]} (BAD must descend from GOOD).",
+                         fix="give GOOD as an ancestor of BAD (`git -C REPO merge-base --is-ancestor GOOD BAD`).")
+    return commits
+
+
+def subject(repo: Path, commit: str) -> str:
+    cp = proc.run(["git", "-C", str(repo), "log", "-1", "--format=%s", commit], check=False)
+    return cp.stdout.strip()
+
+
+def search(commits: list[str], judge_commit: Callable[[str], str], direction: str) -> tuple[int | None, tuple[int, int]]:
+    """Binary search over `commits` (the last known to differ in `direction`): the index of the first that
+    differs, or None with the open range (lo, hi) when a step was not settled. Pure: `judge_commit` runs
+    the step."""
+    lo, hi = -1, len(commits) - 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        verdict = judge_commit(commits[mid])
+        if verdict == direction:
+            hi = mid
+        elif verdict == "same":
+            lo = mid
+        else:
+            return None, (lo, hi)
+    return hi, (lo, hi)
+
+
+def bisect(repo: Path, good: str, bad: str, out: Path, options: GateOptions,
+           log: Callable[[str], None]) -> BisectResult:
+    good_sha, bad_sha = resolve_commit(repo, good), resolve_commit(repo, bad)
+    commits = commits_between(repo, good_sha, bad_sha)
+    result = BisectResult(good_sha, bad_sha, commits)
+    log(f"gate bisect: {len(commits)} commit(s) after {good_sha[:12]} up to {bad_sha[:12]}")
+    step_options = replace(options, offline=False)
+
+    def gate(commit: str) -> GateRun:
+        k = len(result.steps)
+        run = run_gate(f"{repo}@{good_sha}", f"{repo}@{commit}", out / f"step{k}-{commit[:12]}", step_options,
+                       log=log)
+        t = run.doc.traces
+        effect = t[0].effect_pct if len(t) == 1 else None
+        ci = tuple((x - 1) * 100 for x in t[0].ratio_ci) if len(t) == 1 and t[0].ratio_ci else None
+        result.steps.append(Step(commit, subject(repo, commit), run.doc.verdict, effect,
+                                 (ci[0], ci[1]) if ci else None, str(out / f"step{k}-{commit[:12]}")))
+        log(f"gate bisect: step {k}: {commit[:12]} {result.steps[-1].subject!r}: {run.doc.verdict}")
+        return run
+
+    first = gate(bad_sha)
+    if first.doc.verdict not in ("regression", "improvement"):
+        result.exit_status = 0 if first.doc.verdict == "same" else 2
+        result.message = (f"GOOD and BAD do not differ beyond ±{options.threshold_pct:g}%: nothing to bisect"
+                          if first.doc.verdict == "same" else "GOOD against BAD is unknown: widen --budget-s")
+        return result
+    result.direction = first.doc.verdict
+    rates = [t.rate_pps for t in first.doc.traces if t.rate_pps]
+    if rates and step_options.rate_pps is None:  # every later step at the load the first one found
+        step_options = replace(step_options, rate_pps=min(rates))
+    found, (lo, hi) = search(commits, lambda c: gate(c).doc.verdict, result.direction)
+    if found is None:
+        low = good_sha if lo < 0 else commits[lo]
+        result.open_range = (low, commits[hi])
+        result.exit_status = 2
+        result.message = (f"a step was not settled: the first commit that differs lies after {low[:12]} up to "
+                          f"{commits[hi][:12]}; widen --budget-s")
+        return result
+    result.culprit = commits[found]
+    result.culprit_subject = subject(repo, commits[found])
+    result.exit_status = 1 if result.direction == "regression" else 0
+    result.message = (f"first commit whose cost differs from {good_sha[:12]} ({result.direction}): "
+                      f"{commits[found][:12]} {result.culprit_subject!r}")
+    return result
