@@ -186,3 +186,28 @@ def test_placement_one_cpu_and_an_oversized_quota_say_so():
 def test_placement_follows_the_spec_cpuset():
     p = place([0, 1, 2, 3], None, sensor_cpuset=[2, 3])
     assert p.sender_cpus == (0, 1) and [s.cpus for s in p.slots] == [(2,), (3,)]
+
+
+def test_an_empty_ruleset_side_is_refused_unless_allowed():
+    rules = {"base": ["a.rules"], "more": []}
+    with pytest.raises(SpecError) as err:
+        _spec(sensor={"rules": rules})
+    assert "'more' has no rule files" in err.value.message and "allow_empty = true" in (err.value.fix or "")
+    s = _spec(sensor={"rules": rules}, duet={"allow_empty": True})
+    assert s.duet.allow_empty and s.model_dump(mode="json")["duet"] == {"precision": None, "budget_s": None,
+                                                                          "allow_empty": True}
+    # a named empty set that is no side (single mode) is the user's own affair
+    assert spec_from_dict({"name": "x", "sensor": {"rules": rules}}).sensor.rulesets["more"] == []
+
+
+def test_an_aa_duet_says_so_and_names_a_flat_list_of_rule_files_as_one_ruleset():
+    from idsbench.spec.duet import aa_announcement
+
+    flat = _spec(sensor={"rules": ["a.rules", "b.rules"]})
+    line = aa_announcement(flat)
+    assert line is not None and line.startswith("A/A duet: both sides run the same case")
+    assert "a.rules, b.rules" in line and "is ONE ruleset on each side" in line and "rules = { base" in line
+    one = aa_announcement(_spec(sensor={"rules": ["a.rules"]}))
+    assert one is not None and "ONE ruleset" not in one
+    assert aa_announcement(_spec(sensor={"rules": {"base": ["a.rules"], "more": ["a.rules", "b.rules"]}})) is None
+    assert aa_announcement(spec_from_dict({"name": "x"})) is None  # single mode: nothing to announce

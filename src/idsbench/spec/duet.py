@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from idsbench.errors import SpecError
@@ -110,9 +111,31 @@ def check_duet(spec: Spec) -> None:
                             "each value is one side.",
                             fix=f"list each value of {axis.key} once (the first is the reference; for an A/A duet "
                                 "give one value).")
+    empty = [name for name, refs in spec.sensor.ruleset_axis() if not refs]
+    if empty and any(axis.key == "sensor.rules" for axis, _ in varying) and not spec.duet.allow_empty:
+        raise SpecError(f"mode = \"duet\": the ruleset side {empty[0]!r} has no rule files: that side would run "
+                        "the engine without rules.",
+                        fix=f"give {empty[0]} its rule files (rules = {{ base = [\"a.rules\"], more = [\"a.rules\", "
+                            "\"b.rules\"] }}), or set [duet] allow_empty = true to measure the engine without rules.")
     if spec.profile.perf:
         raise SpecError("mode = \"duet\" does not run [profile] perf yet (its profiler follows one sensor).",
                         fix="set profile.perf = false, or profile the sides with mode = \"single\".")
+
+
+def aa_announcement(spec: Spec) -> str | None:
+    """What an A/A duet (no side axis with several values) says at its start; None for an A/B duet. A flat
+    `rules = ["a.rules", "b.rules"]` is one ruleset of both files on each side, which a user who meant
+    a.rules against a.rules + b.rules needs to hear before the samples run."""
+    if spec.mode != "duet" or side_axes_of(spec):
+        return None
+    refs = spec.sensor.ruleset_axis()[0][1]
+    rules = ", ".join(Path(r).name for r in refs) or "no rules"
+    line = (f"A/A duet: both sides run the same case ({', '.join(spec.sensor.engine)}, {rules}, "
+            f"{', '.join(spec.setup.kinds)}): the ratio measures the method's own noise, not a difference.")
+    if len(refs) > 1:
+        line += (f" rules = [{', '.join(map(repr, refs))}] is ONE ruleset on each side; to compare rulesets "
+                 "name them: rules = { base = [\"a.rules\"], more = [\"a.rules\", \"b.rules\"] }.")
+    return line
 
 
 def axis_field(key: str | None) -> str | None:

@@ -521,7 +521,8 @@ class Profile(_Frozen):
 
 class DuetPrecision(_Frozen):
     """`[duet]` of a mode = "duet" spec: the precision asked of every pair's cost ratio, and the time it
-    may take (run/duet/precision.py plans the samples' number and length for it)."""
+    may take (run/duet/precision.py plans the samples' number and length for it); whether a side may run
+    without rules."""
 
     precision: float | None = Field(None, gt=0, lt=0.5, description="The CI half-width asked of every pair's cost "
                                     "ratio (0.01 = ±1%): a calibration sample per pair, then samples lengthened "
@@ -530,6 +531,9 @@ class DuetPrecision(_Frozen):
                                     "samples as they are.")
     budget_s: float | None = Field(None, gt=0, description="The campaign's wall time at most when precision is "
                                    "asked (unset: 1800 s); the plan printed at the start says whether it suffices.")
+    allow_empty: bool = Field(False, description="A ruleset side with no rule files (`rules = { base = [...], "
+                              "none = [] }`) runs only with this set: without it such a side is refused, since an "
+                              "empty list is more often a mistake than a wish to measure the engine without rules.")
 
     @model_validator(mode="after")
     def _budget_needs_precision(self) -> DuetPrecision:
@@ -581,8 +585,12 @@ class Spec(_Frozen):
         data.pop("order", None)
         if data.get("mode") == "single":
             data.pop("mode")
-        if data.get("duet") == {"precision": None, "budget_s": None}:
-            data.pop("duet")
+        duet = data.get("duet")
+        if isinstance(duet, dict):  # [duet] keys at their defaults are left out (dumps of older specs unchanged)
+            if duet.get("allow_empty") is False:
+                duet.pop("allow_empty")
+            if duet == {"precision": None, "budget_s": None}:
+                data.pop("duet")
         return data
 
     def trace_rulesets(self) -> list[tuple[str, list[tuple[str, list[str]]]]]:

@@ -31,6 +31,7 @@ from idsbench.run.duet.session import DuetDeps
 from idsbench.run.preflight import prepare_campaign
 from idsbench.run.progress import Progress
 from idsbench.spec import Spec
+from idsbench.spec.duet import aa_announcement
 from idsbench.store.duet import DuetPlanRecord, DuetSampleRecord, PairPlanRecord, read_plan, write_plan
 from idsbench.store.layout import DUET_CALIBRATION_DIR, DUET_DIR, DUET_FILE, CampaignDir
 from idsbench.store.reader import read_campaign_doc
@@ -241,7 +242,7 @@ def run_duet_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progre
         pairs = duet_pairs(cases)
         progress = progress or Progress(len(pairs) * ctx.settings.samples)
         result = CampaignResult(out_dir, 0, 0, warnings=[f"host: {w}" for w in ctx.warnings])
-        notes = []
+        notes = [line for line in [aa_announcement(spec)] if line]
         for cpus in dict.fromkeys(c.cpus for c in cases):
             where = place(deps.sample.available_cpus(), cpus, sensor_cpuset=ctx.settings.setup.cpuset,
                           kind=deps.placement)
