@@ -282,8 +282,3 @@ class HostProbe(_Frozen):
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2)
 
-    def node_of_cpu(self, cpu: int) -> int | None:
-        for node in self.numa_nodes:
-            if cpu in node.cpus:
-                return node.id
-        return None

@@ -230,10 +230,6 @@ class Cgroup:
         _validate(self.name, cpus, None, None, None)
         _write_cpu_limit(self.dirs["cpu"], self.version, cpus)
 
-    def kill_all(self) -> None:
-        """SIGKILL every task left in the group (v2 cgroup.kill when the kernel has it)."""
-        _kill_dirs(self.paths)
-
     def remove(self) -> None:
         """Kill what is left, rmdir every hierarchy directory (already gone is fine)."""
         self._files.close()

@@ -24,7 +24,7 @@ from idsbench.store.writers import write_figure
 # Fixed colours for the known setups (same in every figure and every report); others get the rest.
 SETUP_COLORS = {"baremetal": "#1f77b4", "container": "#ff7f0e", "container-vtap": "#2ca02c",
                 "vm": "#d62728", "vm-vfio": "#9467bd"}
-FALLBACK_COLORS = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+FALLBACK_COLORS = ("#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 LINESTYLES = ("-", "--", ":", "-.")
 PANEL_W, PANEL_H = 5.2, 3.3
 

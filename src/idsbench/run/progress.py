@@ -76,9 +76,3 @@ class Progress:
         else:
             print(line, file=self.stream, flush=True)
 
-    def eta_s(self) -> float | None:
-        ran = self.done - self.skipped
-        if ran <= 0:
-            return None
-        per_sample = (time.monotonic() - self.started) / ran
-        return per_sample * (self.total - self.done)

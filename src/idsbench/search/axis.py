@@ -70,14 +70,6 @@ class Axis:
     def pps_of(self, value: float) -> float | None:
         return self.offered_pps(value)
 
-    def value_of_achieved(self, achieved_pps: float) -> float | None:
-        """The axis value a sender-limited trial did reach (rate axis only)."""
-        return achieved_pps if self.name == "rate" else None
-
-    def mbps_of(self, pps: float | None) -> float | None:
-        return None if pps is None or not self.avg_frame else round(pps * self.avg_frame * 8 / 1e6, 3)
-
-
 def axis_for(ctx: CampaignContext, case: Case, available: Sequence[int]) -> Axis:
     """The case's search axis on a host whose usable CPUs are `available` (the cpus axis starts at the
     sensor's allocation: its quota, else the CPUs it is pinned to — run/facts.py)."""

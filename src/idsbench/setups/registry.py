@@ -26,7 +26,6 @@ DoctorLine = tuple[str, bool, str]
 class SetupKind:
     name: str
     description: str
-    color: str                 # report colour (same in every figure and report)
     factory: str               # "module:Class" of the setup
     doctor: str | None = None  # "module:function(cache_dir) -> (ok, detail)"
     preflight: str | None = None  # "module:function(spec)": raises before any sample when the host cannot run it
@@ -38,17 +37,17 @@ class SetupKind:
 
 
 KINDS: dict[str, SetupKind] = {k.name: k for k in (
-    SetupKind("baremetal", "the sensor as a host process in its own cgroup", "#1f77b4",
+    SetupKind("baremetal", "the sensor as a host process in its own cgroup",
               "idsbench.setups.baremetal:Baremetal"),
-    SetupKind("container", "podman or docker, sharing the wire's sensor namespace", "#ff7f0e",
+    SetupKind("container", "podman or docker, sharing the wire's sensor namespace",
               "idsbench.setups.container.setup:Container", "idsbench.setups.container.runtime:doctor_container"),
-    SetupKind("container-vtap", "a container fed by a macvtap on the wire", "#2ca02c",
+    SetupKind("container-vtap", "a container fed by a macvtap on the wire",
               "idsbench.setups.container.setup:ContainerVtap", "idsbench.setups.container.runtime:doctor_vtap"),
-    SetupKind("vm", "a QEMU guest fed by a macvtap (KVM, else TCG: labelled emulated)", "#d62728",
+    SetupKind("vm", "a QEMU guest fed by a macvtap (KVM, else TCG: labelled emulated)",
               "idsbench.setups.vm.setup:Vm", "idsbench.setups.vm.qemu:doctor_check",
               "idsbench.setups.vm.checks:require_guest"),
     SetupKind("vm-vfio", "a QEMU guest owning a PCI function through VFIO: a whole NIC or an SR-IOV VF",
-              "#9467bd", "idsbench.setups.vfio.setup:VmVfio", "idsbench.setups.vfio.checks:doctor_check",
+              "idsbench.setups.vfio.setup:VmVfio", "idsbench.setups.vfio.checks:doctor_check",
               "idsbench.setups.vfio.checks:require_passthrough"),
 )}
 

@@ -27,14 +27,6 @@ def keyed_cases(root: Path | str, series_id: str | None = None) -> list[KeyedCas
             for cid, created, key, row in rows]
 
 
-def series_ids(root: Path | str) -> list[tuple[str, int]]:
-    """(series id, number of campaigns) of every series in the index, the longest first."""
-    with connect(root, read_only=True) as con:
-        return [(sid, n) for sid, n in con.execute(
-            "SELECT series_id, count(DISTINCT campaign_id) AS n FROM cases GROUP BY series_id "
-            "ORDER BY n DESC, series_id").fetchall()]
-
-
 def campaign_facts(root: Path | str, campaign_ids: Sequence[str]) -> dict[str, CampaignFacts]:
     """The stored spec, environment, inputs and probe of the given campaigns."""
     if not campaign_ids:

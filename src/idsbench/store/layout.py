@@ -116,9 +116,6 @@ class CampaignDir:
         """A duet sample's pair-level directory (store/duet.py)."""
         return self.root / DUET_DIR / pair_id / f"s{index}"
 
-    def is_complete(self, case_id: str, index: int) -> bool:
-        return (self.sample_dir(case_id, index) / SUMMARY_FILE).is_file()
-
     def is_done(self, case_id: str, index: int) -> bool:
         """Complete with a measured verdict (ok, invalid, oom): what --resume keeps. Samples that
         failed (a process died), are incomplete or missing run again."""

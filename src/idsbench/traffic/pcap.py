@@ -148,11 +148,6 @@ def iter_packets(path: Path | str) -> Iterator[Packet]:
             yield Packet(ts, cap, wire, bytes(raw[off:off + cap]), lt)
 
 
-def sha256_of(path: Path | str) -> str:
-    with open_capture(path) as (_buf, raw):
-        return _hash(raw)
-
-
 def _hash(raw: memoryview, out: list[str] | None = None) -> str:
     h = hashlib.sha256()
     step = 1 << 24

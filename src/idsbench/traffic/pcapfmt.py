@@ -56,12 +56,6 @@ def u32_view(buf: np.ndarray, big_endian: bool) -> np.ndarray:
     return view
 
 
-def u16be_view(buf: np.ndarray) -> np.ndarray:
-    n = max(buf.size - 1, 0)
-    view: np.ndarray = np.ndarray((n,), dtype=np.dtype(">u2"), buffer=buf, offset=0, strides=(1,))
-    return view
-
-
 def index_capture(buf: np.ndarray, raw: memoryview | bytes, path: Path) -> RecordIndex:
     """Index every record of the capture held in `raw` (`buf` is the same bytes as uint8)."""
     fmt = detect_format(bytes(raw[:4]))

@@ -99,9 +99,6 @@ class DuetPlan:
     feasible: bool
     best_s: float | None            # the time the precision needs (None: no plan reaches it)
 
-    def replay_of(self, pair_id: str) -> float | None:
-        return next((p.replay_s for p in self.pairs if p.pair_id == pair_id), None)
-
     def describe(self) -> list[str]:
         """The lines the campaign prints at its start."""
         lines = [f"duet plan: ~{self.samples} samples of {p.replay_s:g} s for ±{self.precision:.2%} "
