@@ -32,7 +32,7 @@ from idsbench.probe.noise import (
     time_chunks,
     window_times,
 )
-from idsbench.run.session import split_cpus
+from idsbench.run.facts import place_cpus
 
 SCALES = (0.01, 0.1, 0.5, 1.0, 2.0)
 
@@ -43,7 +43,7 @@ def main() -> int:
     ap.add_argument("--cpu", type=int, default=None, help="default: the first sensor CPU")
     args = ap.parse_args()
     allowed = sorted(os.sched_getaffinity(0))
-    cpu = args.cpu if args.cpu is not None else (split_cpus(allowed, None)[1] or allowed)[0]
+    cpu = args.cpu if args.cpu is not None else place_cpus(allowed, None).sensor[0]
     misses: list[str] = []
     with open("/proc/loadavg") as fh:
         print(f"CPU {cpu}; load average before: {fh.read().split()[:3]}")

@@ -8,7 +8,8 @@ limit is recorded and the next one runs. At the end: per benchmark its time and 
 the misses, FAILED with its exit status, TIMED OUT), the total time; the exit status is 1 when any
 benchmark did not meet its targets.
 
-The times in the table below are what each took on this project's 2-core VM (`expected_min`); a
+The times in the table below are what each took on this project's 2-core VM (bench_duet_search, bench_gate,
+bench_host_speed and bench_setup_duet: their parts' first runs of 2026-12-04, summed); a
 benchmark gets LIMIT_FACTOR times that before it is interrupted (SIGINT, so its teardown runs; SIGKILL
 LIMIT_GRACE_S later), so one hung benchmark cannot stop the rest.
 """
@@ -42,7 +43,10 @@ class Bench:
 BENCHES = (
     Bench("bench_cpu_per_packet", (), ("--samples", "3", "--seconds", "4"), 5, 2),
     Bench("bench_duet", (), ("--reps", "1", "--diff-reps", "1", "--samples", "4", "--mirror-pkts", "100000"), 60, 15),
+    Bench("bench_duet_search", (), ("--part", "aa", "--searches", "2"), 40, 12),
     Bench("bench_eve", (), ("--size-mb", "100"), 3, 1),
+    Bench("bench_gate", (), ("--part", "cost", "--sizes", "4500", "--traces", "tcpreplay_test.pcap"), 60, 12),
+    Bench("bench_host_speed", (), ("--samples", "4"), 10, 4),
     Bench("bench_monitor", (), ("--polls", "500"), 1, 0.5),
     Bench("bench_noise_probe", (), ("--seconds", "30"), 3, 1),
     Bench("bench_overhead", (), ("--samples", "3"), 4, 2),
@@ -50,6 +54,7 @@ BENCHES = (
     Bench("bench_rule_cost", (), ("--samples", "2", "--loops", "2"), 15, 6),
     Bench("bench_rule_ranking", (), ("--samples", "2"), 5, 3),
     Bench("bench_search", (), ("--quick",), 20, 4),
+    Bench("bench_setup_duet", (), ("--part", "capture"), 50, 5),
     Bench("bench_sender", (), ("--quick",), 6, 2),
     Bench("bench_synth", (), ("--sizes", "100000,400000", "--runs", "1"), 4, 1),
     Bench("bench_trace_info", (), ("--sizes-mb", "100,300", "--runs", "1"), 6, 2),
