@@ -1,7 +1,7 @@
 """The nodetect engine (`engine = "nodetect"`; "capture" before): the capture path's ceiling, without
 detection — it reads the wire and counts, and inspects nothing.
 
-`sensor.capture` picks the reader (its methods: nodetect/capture.py; docs/snort.md, "Capture-only engines"):
+`sensor.capture` picks the reader (its methods: nodetect/capture.py; docs/snort.md, "The capture-only engine"):
 - "afpacket": ibcapture (native/src/ibcapture.c), TPACKET_V3 rings in a fanout group, one thread per
   CPU the sensor is given like Suricata's workers (`SensorOptions.threads`), counting packets/bytes/drops — the ring reader alone;
 - "libpcap": tcpdump writing to /dev/null (libpcap's own TPACKET_V3 ring and drop counters), under

@@ -1,6 +1,6 @@
 """Counters of the nodetect engine's readers: ibcapture's stats lines and tcpdump's statistics reports.
 
-Both are read into the common schema's terms (docs/snort.md, "Capture-only engines"):
+Both are read into the common schema's terms (docs/snort.md, "The capture-only engine"):
 
 | schema          | ibcapture (AF_PACKET TPACKET_V3)  | tcpdump / libpcap                  |
 |-----------------|-----------------------------------|------------------------------------|
