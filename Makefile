@@ -69,8 +69,8 @@ integration: setup
 
 # Every benchmark in one run, to its end (benchmarks/run_all.py): each prints its figures beside their
 # references; one that misses a target, fails or overruns is listed and the next one runs; at the end a table
-# of times and outcomes, and make fails if any missed. `make bench` takes ~2.5 h on the 2-core VM,
-# `make bench-quick` (each benchmark's quickest mode) ~50 min; `benchmarks/run_all.py --list` gives each one's.
+# of times and outcomes, and make fails if any missed. `make bench` takes ~5 h on the 2-core VM,
+# `make bench-quick` (each benchmark's quickest mode) ~1.5 h; `benchmarks/run_all.py --list` gives each one's.
 bench: setup
 	@$(VENV)/bin/python benchmarks/run_all.py
 
