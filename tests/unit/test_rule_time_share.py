@@ -204,3 +204,32 @@ def test_rules_rank_by_their_time_net_of_the_profilers_clock(tmp_path: Path) -> 
     (root / "probe.json").write_text(json.dumps({"tsc": {"hz": 2e9, "rounds": 3}}))
     rows = case_rules(load_campaign(root), campaign.cases[0].case_id)
     assert [r.sid for r in rows] == [3001, 3002, 3003] and rows[0].ranked_by == "ticks_total"
+
+
+def test_a_sid_two_rulesets_share_is_named_by_the_file_each_case_ran(tmp_path: Path) -> None:
+    """A ruleset axis of ET Open plus a category and ET Open written out of it: the same sids in two files.
+    Each case's rules (and its cost per file) name the file that case loaded, never the campaign's first."""
+    plus, minus = tmp_path / "et-plus.rules", tmp_path / "et-plus-minus.rules"
+    shared = 'alert tcp any any -> any any (msg:"ET POLICY shared"; sid:2001; rev:1;)\n'
+    plus.write_text(shared + 'alert tcp any any -> any any (msg:"ET IDSBENCH cost"; sid:2002; rev:1;)\n')
+    minus.write_text(shared)
+    cases = [FakeCase(samples=2, rules="plus"), FakeCase(samples=2, rules="minus")]
+    root = write_campaign(tmp_path / "c", cases)
+    doc = json.loads((root / "campaign.json").read_text())
+    doc["inputs"]["rules"] = [{"path": str(plus), "sha256": "a" * 64}, {"path": str(minus), "sha256": "b" * 64}]
+    doc["inputs"]["rule_load"] = {f"suricata {name}": {"sets": [{"source": str(path), "path": str(path)}]}
+                                  for name, path in (("plus", plus), ("minus", minus))}
+    (root / "campaign.json").write_text(json.dumps(doc))
+    for case in cases:
+        for k in range(2):
+            costs = [RuleCost(1, 2001, 1, 10, 1, 50_000, 5000.0, None, "us")]
+            if case.rules == "plus":
+                costs.append(RuleCost(1, 2002, 1, 10, 0, 90_000, 9000.0, None, "us"))
+            write_profile(root / "cases" / case.case_id / f"s{k}", costs)
+    campaign = load_campaign(root)
+    files = {(r.case, r.sid): r.file for r in rule_rows(campaign)}
+    by_rules = {c.rules: c.case_id for c in cases}
+    assert files[(by_rules["minus"], 2001)] == "et-plus-minus.rules"
+    assert files[(by_rules["plus"], 2001)] == "et-plus.rules" and files[(by_rules["plus"], 2002)] == "et-plus.rules"
+    assert [g.name for g in group_costs(campaign, by_rules["minus"], "file")] == ["et-plus-minus.rules"]
+    assert [g.name for g in group_costs(campaign, by_rules["plus"], "category")] == ["emerging-idsbench", "emerging-policy"]

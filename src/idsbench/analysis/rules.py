@@ -39,6 +39,7 @@ from pathlib import Path
 from statistics import median
 
 from idsbench.sensors.ruleprofile import RuleInfo, catalog
+from idsbench.store.campaigndoc import rule_load_key
 from idsbench.store.reader import Campaign, SampleRecord, read_probe_doc, rule_profile
 from idsbench.store.rule_profile import RuleCost
 
@@ -168,7 +169,40 @@ def profiled_samples(campaign: Campaign, case_id: str) -> list[tuple[SampleRecor
 
 
 def rule_catalog(campaign: Campaign) -> dict[int, RuleInfo]:
-    return catalog(Path(r.path) for r in campaign.doc.inputs.rules or ())
+    """sid -> RuleInfo over every rule file of the campaign (a sid in several files: the first file's)."""
+    return _catalog_of(tuple(Path(r.path) for r in campaign.doc.inputs.rules or ()))
+
+
+def case_rule_catalog(campaign: Campaign, case_id: str) -> dict[int, RuleInfo]:
+    """sid -> RuleInfo as the case loaded its rules: from its own ruleset's files (`inputs.rule_load`), so a
+    sid two rulesets share is named by the file this case ran; the campaign's other files name the rest
+    (and every sid where the case's files are not recorded)."""
+    params = campaign.case(case_id).params
+    load = campaign.doc.inputs.rule_load.get(rule_load_key(params.engine, params.rules))
+    whole = rule_catalog(campaign)
+    if load is None:
+        return whole
+    own = tuple(Path(s.source) if Path(s.source).is_file() else Path(s.path) for s in load.sets if s.path or s.source)
+    return {**whole, **_catalog_of(own)}
+
+
+_CATALOGS: dict[tuple[tuple[str, int, int], ...], dict[int, RuleInfo]] = {}
+
+
+def _catalog_of(files: tuple[Path, ...]) -> dict[int, RuleInfo]:
+    """`catalog(files)`, read once per process while the files are unchanged (ET Open: ~45k lines)."""
+    key = tuple((str(f), *_stamp(f)) for f in files)
+    if key not in _CATALOGS:
+        _CATALOGS[key] = catalog(files)
+    return _CATALOGS[key]
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    try:
+        st = path.stat()
+    except OSError:
+        return (-1, -1)
+    return (st.st_mtime_ns, st.st_size)
 
 
 def _number(value: object) -> float | None:
@@ -249,7 +283,7 @@ def case_rules(campaign: Campaign, case_id: str, info: dict[int, RuleInfo] | Non
     profiled = profiled_samples(campaign, case_id)
     if not profiled:
         return []
-    info = rule_catalog(campaign) if info is None else info
+    info = case_rule_catalog(campaign, case_id) if info is None else info
     engine = campaign.case(case_id).params.engine
     unit = _unit(profiled)
     clock = clock_ticks_per_check(campaign, engine, unit)
@@ -296,8 +330,7 @@ def case_rules(campaign: Campaign, case_id: str, info: dict[int, RuleInfo] | Non
 
 def rule_rows(campaign: Campaign) -> list[RuleRow]:
     """Every profiled case's rules (`idsbench results DIR --rules`)."""
-    info = rule_catalog(campaign)
-    return [row for c in campaign.cases for row in case_rules(campaign, c.case_id, info)]
+    return [row for c in campaign.cases for row in case_rules(campaign, c.case_id)]
 
 
 def case_rule_time(campaign: Campaign, case_id: str) -> RuleTime | None:
@@ -347,7 +380,7 @@ def group_costs(campaign: Campaign, case_id: str, kind: str,
     profiled = profiled_samples(campaign, case_id)
     if not profiled:
         return []
-    info = rule_catalog(campaign) if info is None else info
+    info = case_rule_catalog(campaign, case_id) if info is None else info
     unit = _unit(profiled)
     factors = _cpu_factors(campaign, campaign.case(case_id).params.engine, profiled, unit)
     ticks: dict[str, list[float]] = defaultdict(list)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import groupby
 
-from idsbench.analysis.rules import GroupCost, RuleRow, RuleTime, case_rule_time, group_costs, rule_catalog, rule_rows
+from idsbench.analysis.rules import GroupCost, RuleRow, RuleTime, case_rule_catalog, case_rule_time, group_costs, rule_rows
 from idsbench.errors import SpecError
 from idsbench.metrics import number
 from idsbench.report import export
@@ -107,9 +107,9 @@ def report_views(campaign: Campaign, top: int = 20) -> list[dict[str, object]]:
     CPU time, and the cost per rule file and ET category."""
     from idsbench.analysis.rules import case_rules
 
-    info = rule_catalog(campaign)
     views: list[dict[str, object]] = []
     for case in campaign.cases:
+        info = case_rule_catalog(campaign, case.case_id)
         rules = case_rules(campaign, case.case_id, info)
         if not rules:
             continue
