@@ -1,7 +1,7 @@
 """The duet search for real: an A/A duet (two identical Suricatas, each under a 0.3-CPU quota on the
 same CPU, 400 costly PCRE rules so the CPU bounds the NDR) searched on bare metal. Both sides' NDRs come
 from duet trials that feed both MLRsearch controllers (the same trials, the same packets; NDRs that differ
-come from a shared trial the sides judged differently: see below), the NDR ratio lies in its interval, and the results rows carry the contract (`ndr_pps` per side,
+come from controllers that were given different trials: see below), the NDR ratio lies in its interval, and the results rows carry the contract (`ndr_pps` per side,
 `duet_ndr_ratio`, `duet_ndr_ratio_ci` on the pair row)."""
 
 from __future__ import annotations
@@ -13,14 +13,22 @@ import pytest
 from idsbench.analysis.cases import case_table
 from idsbench.analysis.duet import duet_results, pair_row, with_duet
 from idsbench.search.duet import search_duet_campaign
+from idsbench.search.measure import trial_count
 from idsbench.spec import spec_from_dict
 from idsbench.store.reader import load_campaign
+from idsbench.store.schema import TrialRecord
 
 from .conftest import TEST_PREFIX
 
 pytestmark = pytest.mark.usefixtures("need_root")
 
 PRECISION = 0.1
+
+
+def _lossless(trial: TrialRecord) -> bool:
+    """What the NDR's goal (loss 0) takes of a trial: were all its packets forwarded (in time)?"""
+    count = trial_count(trial)
+    return count.forwarded >= max(count.offered, count.intended or 0)
 
 
 def test_an_aa_duet_search_finds_both_ndrs_from_shared_trials(tmp_path, state_dir, cache_dir, costly_rules):
@@ -42,22 +50,27 @@ def test_an_aa_duet_search_finds_both_ndrs_from_shared_trials(tmp_path, state_di
     (ga,), (gb,) = a.results, b.results
     assert ga.value is not None and gb.value is not None, a.notes
     assert ga.relevant_upper is not None and gb.relevant_upper is not None, "no NDR below the top: not CPU-bound"
-    # Two identical sensors on one CPU judge the same trials. Before the duet search judged a trial's work
-    # against the side's allocation over the replay (search/measure.py TailRule "allocation"), the work left at
-    # the replay's end decided, and the scheduler picks one side at that moment: NDRs 17% apart in one run
-    # (a failed 14,764 twice where b passed), 60% in another (at 9,208 pps, ~2/3 of the capacity, a's CPU left
-    # 30 packets of work beyond the tail allowance, b's none). Now the sides part only where their work over
-    # the trial straddles the allocation by a hair (bench_duet_search, 2026-12-04: 3 such trials in 5
-    # searches, 4 to 48 packets, NDRs one grid step apart). How close A/A NDRs come is the benchmark's figure;
-    # what the code decides: both sides judge the same trials, and NDRs differ only where the sides judged a
-    # shared trial differently.
+    # Two identical sensors on one CPU, both fed every trial. MLRsearch is deterministic in what it is given:
+    # while b's controller is given the counts a's was, it asks a's loads and gets a's trials; its inputs are
+    # counts, not only pass/fail (its second load is the first, lossy trial's forwarding rate), so where the
+    # sides lost differently there, or judged a shared trial differently, b's controller asks loads of its own
+    # and its trials run later, at the host's speed then (CI 2026-12-04: a lost 9,301 packets of the first
+    # trial, b a few more, b asked 20,225 pps where a asked 21,314; a's two trials at 17-19k fell in a slow
+    # spell, 37 µs/pkt against 23: NDRs 15,559 and 16,397). How close A/A NDRs come is the benchmark's
+    # figure (bench_duet_search); what the code decides: every trial fed both sides, each side's record says
+    # which answered its controller, and sides given the same trials judged alike reach the same NDR.
     assert [t.index for t in a.trials] == [t.index for t in b.trials]  # each trial fed both sides
     assert all(ta.value == tb.value and ta.sent_pkts == tb.sent_pkts for ta, tb in zip(a.trials, b.trials))
-
-    if ga.value != gb.value:
-        judged = [(ta.kept_up_lossless and ta.accounted, tb.kept_up_lossless and tb.accounted)
-                  for ta, tb in zip(a.trials, b.trials)]
-        assert any(x != y for x, y in judged), (ga, gb, judged)
+    assert all(t.answered is not None for r in results.values() for t in r.trials)
+    given = {s: [t.index for t in r.trials if t.answered] for s, r in results.items()}
+    assert given["a"] and given["b"]
+    if given["a"] == given["b"]:
+        by_index = {t.index: t for t in b.trials}
+        alike = all(_lossless(t) == _lossless(by_index[t.index]) for t in a.trials if t.answered)
+        assert not alike or ga.value == gb.value, (ga, gb)  # the NDR's goal: loss 0, pass or fail decides
+        assert not any("controllers parted" in n for n in a.notes), a.notes
+    else:
+        assert any("controllers parted" in n for n in a.notes), a.notes
     print(f"A/A NDRs: a {ga.value:,.0f} b {gb.value:,.0f} pps ({gb.value / ga.value - 1:+.1%})")
     campaign = load_campaign(out)
     (r,) = duet_results(campaign)

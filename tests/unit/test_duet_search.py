@@ -72,6 +72,34 @@ def test_sides_that_part_get_their_own_trials_and_their_own_ndr():
     assert _ndr(lone["a"]) == b  # the same decisions as a search of b alone
 
 
+class SkewedPair(FakePair):
+    """Two sides of one capacity whose first trial (the top of the axis, both lossy) lost differently."""
+
+    def __call__(self, trial: Trial) -> dict[str, mlr.TrialCount]:
+        first = not self.trials
+        out = super().__call__(trial)
+        if first:
+            b = out["b"]
+            out["b"] = mlr.TrialCount(offered=b.offered, forwarded=round(b.offered * 0.5), duration_s=b.duration_s)
+        return out
+
+
+def test_sides_judging_alike_still_part_where_their_counts_differ_and_say_where():
+    """MLRsearch's second load is the first trial's forwarding rate: an A/A pair whose lossy first trial
+    forwarded 90% on a and 50% on b asks different second loads, though no trial is judged differently."""
+    pair = SkewedPair({"a": 20_000.0, "b": 20_000.0})
+    shared = SharedTrials(pair, max_trials=200)
+    side_outcomes(GOALS, shared, LOADS, lambda _m: None)
+    assert shared.given["a"] == list(range(len(shared.given["a"])))   # a's controller ran first: its own trials
+    assert shared.given["b"][0] == 0 and shared.given["b"][1] != 1    # the first shared, the second b's own
+    assert shared.trials_run > len(shared.given["a"])
+    parting = shared.parting()
+    assert parting is not None and "after 1 shared trial(s)" in parting and "a forwarded 45,000 and b 25,000 of 50,000" in parting
+    same = SharedTrials(FakePair({"a": 20_000.0, "b": 20_000.0}), max_trials=200)
+    side_outcomes(GOALS, same, LOADS, lambda _m: None)
+    assert same.parting() is None and same.given["a"] == same.given["b"]
+
+
 def test_a_result_that_did_not_add_up_is_not_queued_for_the_other_side():
     pair = FakePair({"a": 20_000.0, "b": 20_000.0}, unaccounted={"b": 1})
     shared = SharedTrials(pair, max_trials=200)

@@ -12,12 +12,16 @@ side's forwarded count comes from its own counters and waterfall (search/measure
   by it (each result used once, in the order the trials ran); any other runs a new duet trial (whose
   result for a is queued too, unused).
 
-MLRsearch is deterministic in its inputs, so while both sides judge every shared trial alike (an A/A
-duet, or sides whose NDRs lie far apart from the loads tried) b's controller asks exactly the loads a's
-asked and needs no trial of its own; where they part, b's own trials are duet trials too. Each side only
-ever gets results of trials it asked for, at the duration and load it asked for, each once: its
-controller's view is that of a single search. A trial that did not add up on a side is not queued (the
-side's own request runs it again, `mlr.ACCOUNTING_RETRIES`).
+MLRsearch is deterministic in its inputs: while b's controller is given the counts a's was, it asks
+exactly the loads a's asked and needs no trial of its own. Its inputs are counts, not only pass or fail:
+its second load is the forwarding rate of the first trial (at the top of the axis, where both sides
+lose), so sides that lost a different number of packets there — any two real sensors — part from the
+second request on, as they do where they judge a shared trial differently. From there b's own trials are
+duet trials too (run later, at the host's speed then); each side's record says which trials answered its
+controller (`TrialRecord.answered`) and a note says where and why the two parted. Each side only ever
+gets results of trials it asked for, at the duration and load it asked for, each once: its controller's
+view is that of a single search. A trial that did not add up on a side is not queued (the side's own
+request runs it again, `mlr.ACCOUNTING_RETRIES`).
 
 `search.repeats` whole duet searches, each on a fresh warm pair whose slots swap between repeats (repeat
 k is duet sample k's placement); each side's results are the medians over the repeats, and the NDR ratio
@@ -97,23 +101,46 @@ class SharedTrials:
 
     def __init__(self, run: Callable[[Trial], dict[str, mlr.TrialCount]], max_trials: int):
         self.run, self.max_trials = run, max_trials
-        self.queued: dict[str, dict[Key, deque[mlr.TrialCount]]] = {s: {} for s in SIDES}
+        self.queued: dict[str, dict[Key, deque[tuple[int, mlr.TrialCount]]]] = {s: {} for s in SIDES}
         self.trials_run = 0
         self.shared = 0      # requests answered by a trial another side's request ran
+        self.given: dict[str, list[int]] = {s: [] for s in SIDES}   # per side: the trials (0-based, in the
+                                                                    # order run) that answered its controller
+        self.counts: list[dict[str, mlr.TrialCount]] = []           # each trial's counts, in that order
 
     def count(self, side: str, key: Key, trial: Trial) -> mlr.TrialCount:
         waiting = self.queued[side].get(key)
         if waiting:
             self.shared += 1
-            return waiting.popleft()
+            ordinal, queued = waiting.popleft()
+            self.given[side].append(ordinal)
+            return queued
         if self.trials_run >= self.max_trials:
             raise mlr.TrialBudgetSpent(f"search.max_trials = {self.max_trials} duet trials ran")
+        ordinal = self.trials_run
         self.trials_run += 1
         counts = self.run(trial)
+        self.counts.append(counts)
         for other, c in counts.items():
             if other != side and c.accounted:
-                self.queued[other].setdefault(key, deque()).append(c)
+                self.queued[other].setdefault(key, deque()).append((ordinal, c))
+        self.given[side].append(ordinal)
         return counts[side]
+
+    def parting(self) -> str | None:
+        """Where the sides' controllers parted (None: b was given exactly the trials a was) and the inputs
+        that made them: the last trial both were given and what each side forwarded in it."""
+        a, b = self.given["a"], self.given["b"]
+        if a == b:
+            return None
+        common = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        if common == 0:
+            return "the sides' controllers asked different trials from the first on"
+        last = a[common - 1]
+        ca, cb = self.counts[last]["a"], self.counts[last]["b"]
+        return (f"the sides' controllers parted after {common} shared trial(s): in the last, a forwarded "
+                f"{ca.forwarded:,} and b {cb.forwarded:,} of {ca.offered:,} packets, and MLRsearch's next load "
+                "follows those counts (each side's later trials are its own, at the host's speed then)")
 
 
 class SideFeed:
@@ -259,6 +286,13 @@ class DuetTrials:
     def counts(self, trial: Trial) -> dict[str, mlr.TrialCount]:
         return {name: trial_count(r) for name, r in self.trial(trial).items()}
 
+    def mark_answered(self, first: int, given: dict[str, list[int]]) -> None:
+        """Each side's records say whether their result answered its controller (`given`: per side the
+        trials, counted from the record at `first`, that did)."""
+        for name in SIDES:
+            mine = {first + k for k in given[name]}
+            self.records[name] = [r.model_copy(update={"answered": i in mine}) for i, r in enumerate(self.records[name])]
+
     def ceiling(self) -> Axis | None:
         """The sender's maximum through the mirror (a topspeed trial at `initial_trial_s`, given to no
         controller): the axis up to it, or None when it failed."""
@@ -352,10 +386,17 @@ class DuetSearch:
                     if trials.axis.needs_ceiling and trials.ceiling() is None:
                         return trials.axis, {}, trials.ran
                     shared = SharedTrials(trials.counts, self.cfg.max_trials)
+                    before = trials.ran   # the ceiling trial, given to no controller
                     loads = mlr.LoadMap(trials.axis.name, trials.axis.low, trials.axis.high)
-                    outcomes = side_outcomes(self.goals(), shared, loads, self.notes.append)
+                    try:
+                        outcomes = side_outcomes(self.goals(), shared, loads, self.notes.append)
+                    finally:
+                        trials.mark_answered(before, shared.given)
                     self.notes.append(f"repeat {repeat}: {shared.trials_run} duet trials, {shared.shared} requests "
                                       "answered by a trial the other side's controller asked for")
+                    parting = shared.parting()
+                    if parting:
+                        self.notes.append(f"repeat {repeat}: {parting}")
                     return trials.axis, outcomes, trials.ran
                 finally:
                     trials.stop()

@@ -396,6 +396,8 @@ class TrialRecord(Record):
     accounted: bool = True            # its waterfall closed (else it was repeated, not judged)
     ceiling: bool = False             # the trial that measured the sender's maximum (topspeed)
     repeat: int = 0                   # which whole search (search.repeats) it belongs to
+    answered: bool | None = None      # a duet search: its result was given to this side's controller
+                                      # (None: a single search, where every trial answers its controller)
     intended_duration_s: float | None = None   # the duration the controller asked for
     sensor_cpu_s: float | None = None          # the sensor's CPU time for its packets (idle use taken out)
     sensor_us_per_pkt: float | None = None     # that over the packets it processed, in µs
