@@ -17,6 +17,7 @@ plain key of the same name.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -24,6 +25,15 @@ from typing import Literal
 from idsbench.errors import SpecError
 
 Scalar = str | int | float | bool
+
+# XDP in a veth's driver (native XDP) takes a wire MTU up to one page less XDP's 256-byte headroom, the
+# packet buffer's shared info (320 bytes on x86-64) and the Ethernet header: 3506 with 4 KiB pages. Above it
+# the kernel refuses the program ("veth: Peer MTU is too large to set XDP", ERANGE; measured on 6.18: 3506
+# attaches, 3507 does not). Suricata then fails to start (af-xdp: "Failed to create socket: Numerical result
+# out of range") or goes on without it (its XDP bypass: "Unable to set XDP ... (-34)", nothing bypassed).
+VETH_NATIVE_XDP_MAX_MTU = os.sysconf("SC_PAGE_SIZE") - 256 - 320 - 14
+# the setup kinds whose sensor captures on a veth of this machine (the macvtap and VM setups do not)
+VETH_SETUPS = ("baremetal", "container")
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,10 @@ class CaptureMethod:
     native_xdp_fix: str = ""  # how to run it on a device without driver XDP
     # the kernel-side flow bypass modes (idsbench.bypass) the engine can load with this method
     kernel_bypass: tuple[str, ...] = ()
+    # the largest frame (bytes, Ethernet header included) the method's capture takes, and why; None: any
+    # frame the wire carries
+    max_frame: int | None = None
+    max_frame_why: str = ""
 
 
 @dataclass(frozen=True)
@@ -189,3 +203,18 @@ def _check_native_xdp(method: CaptureMethod, kinds: Sequence[str]) -> None:
                             f"on setup {kind!r}: {NO_NATIVE_XDP[kind]}.",
                             fix=f"{method.native_xdp_fix or 'use another capture method'}, or run "
                                 f"{method.name} on another setup kind.")
+
+
+def frame_problem(method: CaptureMethod, effective: Mapping[str, Scalar], kind: str, max_frame: int,
+                  mtu: int) -> str | None:
+    """Why `method` (with its effective options, on setup `kind`) cannot carry a trace whose largest frame is
+    `max_frame` bytes on a wire of `mtu`; None when it can."""
+    if method.max_frame is not None and max_frame > method.max_frame:
+        return (f"{method.name} takes frames of at most {method.max_frame:,} bytes ({method.max_frame_why}), and "
+                f"the trace's largest is {max_frame:,}")
+    if native_xdp(method, effective) and kind in VETH_SETUPS and mtu > VETH_NATIVE_XDP_MAX_MTU:
+        key, value = method.native_xdp_when or ("", "")
+        return (f"{method.name} in {key} {value} attaches XDP in the veth's driver, which takes an MTU of at most "
+                f"{VETH_NATIVE_XDP_MAX_MTU:,} (the kernel refuses it above: \"Peer MTU is too large to set XDP\"), "
+                f"and the trace's largest frame ({max_frame:,} bytes) needs a wire MTU of {mtu:,}")
+    return None

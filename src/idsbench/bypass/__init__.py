@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from idsbench.capture import CaptureCatalogue
+from idsbench.capture import VETH_NATIVE_XDP_MAX_MTU, VETH_SETUPS, CaptureCatalogue
 from idsbench.errors import SpecError
 
 MODES = ("off", "local", "xdp", "ebpf")
@@ -75,3 +75,16 @@ def check(catalogues: Mapping[str, CaptureCatalogue], bypasses: Sequence[str | N
                             "and the memlock shim are host files the sensor loads by path.",
                             fix=f"run bypass = \"{mode}\" with setup.kinds = [\"baremetal\"], or use bypass = "
                                 "\"local\" there.")
+
+
+def frame_problem(bypass: str | None, kind: str, max_frame: int, mtu: int) -> str | None:
+    """Why the bypass mode cannot work on setup `kind` for a trace whose largest frame is `max_frame` bytes on
+    a wire of `mtu`; None when it can. The "xdp" mode loads its filter in the driver (bypass.suricata): a
+    veth takes it only up to VETH_NATIVE_XDP_MAX_MTU, and above it Suricata goes on without it (measured on
+    ndpi_pinterest.pcap at MTU 12,506: "Unable to set XDP on 'ibrx0': Numerical result out of range",
+    every flow_bypassed counter 0)."""
+    if mode_of(bypass) == "xdp" and kind in VETH_SETUPS and mtu > VETH_NATIVE_XDP_MAX_MTU:
+        return (f"sensor.bypass = \"xdp\" loads its filter into the veth's driver, which takes an MTU of at most "
+                f"{VETH_NATIVE_XDP_MAX_MTU:,} (above it Suricata runs without the filter and bypasses nothing), and "
+                f"the trace's largest frame ({max_frame:,} bytes) needs a wire MTU of {mtu:,}")
+    return None

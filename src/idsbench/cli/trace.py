@@ -1,4 +1,5 @@
-"""`idsbench trace info PCAP [--json]` and `idsbench trace synth --profile NAME --out FILE ...`."""
+"""`idsbench trace info PCAP [--json]`, `idsbench trace synth --profile NAME --out FILE ...` and `idsbench trace
+resegment PCAP --mtu N --out FILE`."""
 
 from __future__ import annotations
 
@@ -46,6 +47,17 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     synth.add_argument("--server-net", default="203.0.113.0/24", help="server address range (CIDR)")
     synth.add_argument("--json", action="store_true", help="print the result as JSON")
     synth.set_defaults(func=cmd_synth)
+
+    reseg = sub.add_parser("resegment", help="split a capture's TCP super-frames (TSO/GRO) to a wire MTU",
+                           description="Write the capture with every TCP frame above the MTU split into the "
+                                       "segments GSO would send (valid lengths and checksums): a capture with "
+                                       "16-64 KB frames then replays at that MTU, which AF_XDP and XDP need "
+                                       "(docs/capture.md, 'Large frames').")
+    reseg.add_argument("pcap", type=Path, help="classic pcap or pcapng file (Ethernet)")
+    reseg.add_argument("--mtu", type=int, default=1500, help="the wire's MTU (default 1500)")
+    reseg.add_argument("--out", required=True, type=Path, help="pcap file to write")
+    reseg.add_argument("--json", action="store_true", help="print the result as JSON")
+    reseg.set_defaults(func=cmd_resegment)
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -104,4 +116,21 @@ def cmd_synth(args: argparse.Namespace) -> int:
             f"expected marker alerts (markers.rules): {result.markers} "
             f"{ {int(k): v for k, v in result.markers_by_sid.items()} }\n"
             f"ground truth recorded in {result.path}.json\n")
+    return 0
+
+
+def cmd_resegment(args: argparse.Namespace) -> int:
+    from idsbench.traffic.resegment import resegment
+
+    if args.out.resolve() == args.pcap.resolve():
+        from idsbench.errors import InputError
+        raise InputError(f"--out {args.out} is the capture being read.", fix="write the re-segmented capture to another file.")
+    result = resegment(args.pcap, args.out, args.mtu)
+    if args.json:
+        json.dump({"path": str(args.out), **result.to_dict()}, sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(f"wrote {args.out}: {result.packets_out:,} packets ({result.packets_in:,} read; "
+                         f"{result.frames_split:,} frames above MTU {result.mtu} split), largest frame "
+                         f"{result.max_frame_out:,} bytes (was {result.max_frame_in:,})\n")
     return 0

@@ -34,7 +34,7 @@ from idsbench.hosts.protocol import Empty, Hello
 from idsbench.plan import Case, plan
 from idsbench.run.campaign import CampaignResult, disk_error, signals_as_interrupt
 from idsbench.run.order import decide_order, samples_in_order
-from idsbench.run.preflight import check_resume, resolve_traces
+from idsbench.run.preflight import check_frames, check_resume, resolve_traces
 from idsbench.run.progress import Progress
 from idsbench.spec import Spec
 from idsbench.store.campaigndoc import (
@@ -90,6 +90,7 @@ def run_on_hosts(spec: Spec, out_dir: Path, *, resume: bool = False, progress: P
     order = decide_order(resolved.order, cases, read_campaign_doc(out_dir) if layout.campaign_file.exists() else None)
     cache = cache_dir or settings.cache_dir()
     traces = resolve_traces(resolved, cases, cache)
+    check_frames(resolved, cases, traces, local_wire=False)
     assert spec.hosts is not None
     assignment, moves = assign(cases, pairs, layout)
     uploads = CampaignUploads(spec, traces, cases, key=uuid.uuid4().hex[:12],

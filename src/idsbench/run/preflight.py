@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from idsbench import bypass, capture
 from idsbench.campaign_settings import CampaignSettings, campaign_settings
 from idsbench.errors import EnvironmentMissing, InputError, SpecError
 from idsbench.plan import Case, axis_values, plan
@@ -45,6 +46,7 @@ from idsbench.store.schema import PerSecond, PlannedCase, RunOrderRecord, TraceR
 from idsbench.store.writers import write_campaign_doc
 from idsbench.traffic.pcap import read_info
 from idsbench.traffic.resolve import resolve_trace, synth_metadata
+from idsbench.wire.netns import mtu_for
 
 
 def check_host() -> None:
@@ -74,6 +76,40 @@ def resolve_traces(settings: CampaignSettings, cases: Sequence[Case], cache_dir:
             markers=meta.markers if meta else None,
         )
     return traces
+
+
+def check_frames(settings: CampaignSettings, cases: Sequence[Case], traces: dict[str, TraceRecord], *,
+                 local_wire: bool = True) -> None:
+    """SpecError before any sample for a case whose capture method or bypass cannot carry its trace's largest
+    frame at the wire MTU that frame needs (TSO/GRO super-frames: AF_XDP's 4 KiB frames, XDP in a veth's
+    driver): the sample would fail inside the sensor, lose those frames at any load, or bypass nothing.
+    `local_wire`: the setups capture on this machine's veth wire (on real hosts a NIC, whose driver's XDP
+    limit is its own: only the methods' own frame limits apply)."""
+    seen: set[tuple[str, str | None, str | None, str, str]] = set()
+    for case in cases:
+        key = (case.engine, case.capture, case.bypass, case.setup, case.trace)
+        if key in seen:
+            continue
+        seen.add(key)
+        trace = traces[case.trace]
+        mtu = mtu_for(trace.max_frame)
+        catalogue = registry.capture_methods(case.engine)
+        method = catalogue.method(case.capture)
+        effective = capture.effective_options(catalogue.engine, method,
+                                              capture.options_for(method.name, settings.sensor.capture_options))
+        kind = case.setup if local_wire else "host"
+        problem = capture.frame_problem(method, effective, kind, trace.max_frame, mtu)
+        fixes = [f"use sensor.capture = \"{catalogue.default}\""] if problem else []
+        if problem is None:
+            problem = bypass.frame_problem(case.bypass, kind, trace.max_frame, mtu)
+            fixes = ["use sensor.bypass = \"ebpf\" (a socket filter: any MTU) or \"local\""] if problem else []
+        if problem is None:
+            continue
+        split = f"{Path(trace.path).stem}-mtu1500.pcap"  # in the current directory: the input's may be read-only
+        raise SpecError(f"trace {case.trace} on setup {case.setup!r}: {problem}. Frames that large are TSO/GRO "
+                        "super-frames the capture's host merged; the wire's MTU follows the trace.",
+                        fix=f"re-segment the trace to a standard MTU (`idsbench trace resegment {trace.path} --mtu 1500 "
+                            f"--out {split}`, then replay that file), or {fixes[0]}.")
 
 
 def config_overlays(settings: CampaignSettings, cases: Sequence[Case]) -> dict[str, Path]:
@@ -119,6 +155,7 @@ def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path
     options: dict[str, SensorOptions] = {}
     overlays = config_overlays(settings, cases)
     traces = resolve_traces(settings, cases, cache_dir)
+    check_frames(settings, cases, traces)
     sensor_cpus = place_cpus(sorted(os.sched_getaffinity(0)), settings.setup.cpuset).sensor
     noise, noise_warnings = quietness(settings.search.precision, list(sensor_cpus), require_quiet=require_quiet,
                                       trial_s=settings.search.trial_s if search else trial_seconds(cases, traces))
