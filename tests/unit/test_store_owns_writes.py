@@ -51,6 +51,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("traffic/rewrite.py", "distinct_copy"): "a rewritten trace in the trace cache",
     ("traffic/synth/generate.py", "synthesize"): "a synthesized trace's record, beside the trace in the cache",
     ("traffic/synth/stream.py", "_Writer.__init__"): "a synthesized trace being written",
+    ("traffic/resegment.py", "resegment"): "the re-segmented trace the user names (idsbench trace resegment --out)",
     ("run/truth.py", "_cached"): "the offline alerts of a trace, cached across campaigns",
     # the kernel's files: cgroupfs, sysfs, procfs, devices
     ("execshim.py", "main"): "cgroup.procs of the child's group, and the fds it opens for the child",
@@ -77,6 +78,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tune/ansible.py", "write_role"): "an ansible role, to the directory the user named",
     ("cli/trace.py", "cmd_info"): "JSON to stdout",
     ("cli/trace.py", "cmd_synth"): "JSON to stdout",
+    ("cli/trace.py", "cmd_resegment"): "JSON to stdout",
     ("sensors/ruleprofile.py", "write_without_category"): "a rule file (an input of a campaign), where the caller says",
     # runners of child processes and the hosts' transport
     ("proc.py", "Supervisor.start"): "a child's stdout/stderr file: the child writes it; the caller names it "
