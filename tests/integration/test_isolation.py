@@ -78,7 +78,11 @@ def test_cpu_limit_drops_in_container_not_on_unlimited_bare_metal(tmp_path, stat
     c = limited[0]["sensor"]["counters"]
     print(f"unlimited: dropped {b['dropped_pkts']} of {b['captured_pkts']}; "
           f"0.2 CPU: dropped {c['dropped_pkts']} of {c['captured_pkts']}")
-    assert b["dropped_pkts"] == 0 and b["decoded_pkts"] == LOOPS * 179, b
+    # every packet counted, and the limit, not the host, is what drops: the unlimited sensor on its own CPU
+    # loses only what a pause of this shared host longer than its ring can hold costs (CI: 0, then 8 of
+    # 239,860 in one run), the 0.2-CPU one a large share of the load (115,879 and 165,791 of 239,860)
+    assert b["decoded_pkts"] + b["dropped_pkts"] == b["captured_pkts"] == LOOPS * 179, b
+    assert c["dropped_pkts"] >= 100 * max(1, b["dropped_pkts"]), (b, c)
     # the limit below really binds: unlimited, the sensor used more than 0.2 cores while the replay ran
     sample = tmp_path / "bare" / "campaign" / "cases" / bare[0]["case_id"] / "s0"
     replaying = resources_in_window(sample / "monitor.csv", bare[0]["replay"]["start_unix"],
