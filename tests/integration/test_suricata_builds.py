@@ -46,7 +46,10 @@ def _run(base: Path, state_dir: Path, name: str, spec: dict[str, Any]) -> Path:
 
 
 ROUNDS = 3  # of the ruleset axis with and without the costliest category (see below)
-COSTLY = 200  # rules of the category added to ET Open
+# rules of the category added to ET Open: 600 make it ~46% of the sensor's CPU (saved: 48% [45, 60] here). With
+# 200 (~14%) one et-open sample in a slow spell of the host (+38%) left the 3-round CI of -14% reaching +12% (CI, 2026-12-07):
+# the saving must stand well clear of what one sample of this host can move, since 3 rounds are what it can afford
+COSTLY = 600
 CATEGORY = "emerging-idsbench"
 
 
@@ -151,7 +154,8 @@ def test_removing_the_costliest_category_saves_what_the_profiler_said_it_cost(pr
           f"{share:.1%} of the sensor's CPU, with the uncounted clock reads {expected or 0:.1%}; without it CPU/pkt "
           f"{d.base:.1f} -> {d.contender:.1f} us, effect {d.effect_pct:+.1f}% CI {d.effect_ci}; the profiler's own "
           f"clock ~{(timing.timer_share or 0) if timing else 0:.0%} of the rule time")
-    # 3 rounds reach a 75% CI: no verdict at the 95% asked (issue 41), but that CI lies below 0
+    # 3 rounds reach a 75% CI: no verdict at the 95% asked (issue 41), but that CI lies below 0 (the saving is
+    # ~half the CPU, COSTLY, far beyond a sample's drift here)
     assert d.verdict == "inconclusive" and d.level == 0.75 and d.effect_pct is not None and d.effect_ci is not None, d
     assert d.effect_ci[1] < 0, d
     # the rulesets ran in rounds (issue 28): campaign.json records them, the comparison is paired
