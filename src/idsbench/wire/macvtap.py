@@ -3,6 +3,15 @@ the wire, as a host NIC mirrored to a guest or a container would.
 
 AF_PACKET on a macvtap sees every replayed frame once the macvtap is UP (while it is down, recv
 fails with ENETDOWN); qemu reads the same frames from its character device.
+
+Broadcast and multicast frames do not reach a macvlan/macvtap in the softirq that receives them: the
+lower device queues a clone for a work item (drivers/net/macvlan.c, the port's broadcast queue, 1,000
+frames by default) and counts a full queue's frames as its own `rx_dropped`. That work item runs on the
+CPU the frame arrived on, the sender's, where the native replayer holds the CPU at SCHED_FIFO: the kernel
+leaves ordinary tasks 5% of each second, so the queue fills. Measured here (a RT-priority sender, 5,000
+back-to-back broadcasts into a passthru macvtap's lower veth): 3,933 dropped with the default queue, 0 with
+20,000. A trace's multicast share (19% of sv_base64-decode-5885.pcap) at 50k pps is ~9,500 a second:
+`BC_QUEUE_LEN` holds several seconds of that.
 """
 
 from __future__ import annotations
@@ -16,6 +25,8 @@ from idsbench import proc
 from idsbench.teardown import TeardownStack
 from idsbench.wire.netns import LinkResource, offloads_off
 
+BC_QUEUE_LEN = 65536  # the lower device's broadcast/multicast queue (module docstring); clones, freed as delivered
+
 
 @dataclass(frozen=True)
 class Macvtap:
@@ -25,9 +36,10 @@ class Macvtap:
 
 
 def create(stack: TeardownStack, *, lower: str, netns: str, name: str, mtu: int) -> Macvtap:
-    """A passthru macvtap on `lower` inside `netns` (registered for removal), offloads off."""
+    """A passthru macvtap on `lower` inside `netns` (registered for removal), offloads off, with a broadcast
+    queue that holds what arrives while the replayer keeps the CPU (module docstring)."""
     proc.run(["ip", "-n", netns, "link", "add", "link", lower, "name", name, "mtu", str(mtu),
-              "type", "macvtap", "mode", "passthru"])
+              "type", "macvtap", "mode", "passthru", "bcqueuelen", str(BC_QUEUE_LEN)])
     stack.push(LinkResource(name, netns))
     offloads_off(netns, name)
     return Macvtap(name, netns, mtu)
