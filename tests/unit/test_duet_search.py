@@ -11,7 +11,14 @@ from idsbench.analysis.duet import search_figures, search_row
 from idsbench.errors import SpecError
 from idsbench.run.duet.place import place
 from idsbench.search import mlr
-from idsbench.search.duet import SharedTrials, check_duet_search, side_outcomes, slot_allocation, verification_load
+from idsbench.search.duet import (
+    SharedTrials,
+    SideFeed,
+    check_duet_search,
+    side_outcomes,
+    slot_allocation,
+    verification_load,
+)
 from idsbench.search.measure import Trial
 from idsbench.search.run import median_results
 from idsbench.spec import spec_from_dict
@@ -84,20 +91,32 @@ class SkewedPair(FakePair):
         return out
 
 
-def test_sides_judging_alike_still_part_where_their_counts_differ_and_say_where():
-    """MLRsearch's second load is the first trial's forwarding rate: an A/A pair whose lossy first trial
-    forwarded 90% on a and 50% on b asks different second loads, though no trial is judged differently."""
+def test_sides_judging_alike_share_every_trial_though_their_counts_differ():
+    """MLRsearch's initial loads follow each trial's forwarding rate: an A/A pair whose lossy first trial
+    forwarded 90% on a and 50% on b would ask different second loads. Both controllers take them from the
+    side that forwarded least (`SideFeed.hint`), so they never part; each side's bounds are its own counts."""
     pair = SkewedPair({"a": 20_000.0, "b": 20_000.0})
     shared = SharedTrials(pair, max_trials=200)
+    out = side_outcomes(GOALS, shared, LOADS, lambda _m: None)
+    assert shared.parting() is None and shared.given["a"] == shared.given["b"]
+    assert shared.trials_run == len(shared.given["a"]) and _ndr(out["a"]) == _ndr(out["b"])
+    # without the shared hint a's controller asks its second load from its own 90%, b's from 50%: they part
+    unhinted = SharedTrials(SkewedPair({"a": 20_000.0, "b": 20_000.0}), max_trials=200)
+    for side in ("a", "b"):
+        mlr.run_controller(GOALS, SideFeed(side, unhinted, LOADS, lambda _m: None), note=lambda _m: None)
+    parting = unhinted.parting()
+    assert parting is not None and "after 1 shared trial(s)" in parting, parting
+    assert "a forwarded 45,000 and b 25,000 of 50,000" in parting, parting
+
+
+def test_sides_that_part_say_where_and_why():
+    """Sides that judge a trial differently part there, and the note names that trial's counts."""
+    pair = FakePair({"a": 20_000.0, "b": 12_000.0})
+    shared = SharedTrials(pair, max_trials=200)
     side_outcomes(GOALS, shared, LOADS, lambda _m: None)
-    assert shared.given["a"] == list(range(len(shared.given["a"])))   # a's controller ran first: its own trials
-    assert shared.given["b"][0] == 0 and shared.given["b"][1] != 1    # the first shared, the second b's own
-    assert shared.trials_run > len(shared.given["a"])
     parting = shared.parting()
-    assert parting is not None and "after 1 shared trial(s)" in parting and "a forwarded 45,000 and b 25,000 of 50,000" in parting
-    same = SharedTrials(FakePair({"a": 20_000.0, "b": 20_000.0}), max_trials=200)
-    side_outcomes(GOALS, same, LOADS, lambda _m: None)
-    assert same.parting() is None and same.given["a"] == same.given["b"]
+    assert parting is not None and "shared trial(s)" in parting and " forwarded " in parting, parting
+    assert shared.given["a"] != shared.given["b"] and shared.trials_run > len(shared.given["a"])
 
 
 def test_a_result_that_did_not_add_up_is_not_queued_for_the_other_side():

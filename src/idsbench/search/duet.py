@@ -14,11 +14,15 @@ side's forwarded count comes from its own counters and waterfall (search/measure
 
 MLRsearch is deterministic in its inputs: while b's controller is given the counts a's was, it asks
 exactly the loads a's asked and needs no trial of its own. Its inputs are counts, not only pass or fail:
-its second load is the forwarding rate of the first trial (at the top of the axis, where both sides
-lose), so sides that lost a different number of packets there — any two real sensors — part from the
-second request on, as they do where they judge a shared trial differently. From there b's own trials are
-duet trials too (run later, at the host's speed then); each side's record says which trials answered its
-controller (`TrialRecord.answered`) and a note says where and why the two parted. Each side only ever
+its initial trials take each next load from the trial before's forwarding rate (the first runs at the top
+of the axis, where both sides lose), so two real sensors, which never lose exactly alike there, would part
+from the second request on although they judge every trial alike (an A/A search here once found NDRs
+17% apart that way: b's later trials were its own, run in a slow spell of the host). So both controllers
+take those loads from the same figure: the forwarded count of the side that forwarded least in that trial
+(`SideFeed.hint`, `mlr.HintedSearch`); each side's bounds and conditional throughput stay its own counts.
+The sides part only where they judge a trial differently. From there b's own trials are duet trials too
+(run later, at the host's speed then); each side's record says which trials answered its controller
+(`TrialRecord.answered`) and a note says where and why the two parted. Each side only ever
 gets results of trials it asked for, at the duration and load it asked for, each once: its controller's
 view is that of a single search. A trial that did not add up on a side is not queued (the side's own
 request runs it again, `mlr.ACCOUNTING_RETRIES`).
@@ -39,6 +43,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from MLRsearch import MeasurementResult
+from MLRsearch.discrete_result import DiscreteResult
 
 from idsbench import settings
 from idsbench.errors import SpecError
@@ -169,6 +174,23 @@ class SideFeed:
         self.measured.append(result)
         return result
 
+    def hint(self, result: DiscreteResult) -> DiscreteResult:
+        """What this side's controller takes its next initial load from (`mlr.HintedSearch`): its last result
+        with the forwarded count of the side that forwarded least in that trial, so both sides' controllers,
+        given the same trial, ask the same next load. (Its own result is what its database keeps.)"""
+        ordinal = self.shared.given[self.side][-1]
+        counts = [c for c in self.shared.counts[ordinal].values()  # the sides that saw this trial's replay whole
+                  if c.accounted and c.offered == result.offered_count]
+        least = min((c.forwarded for c in counts), default=result.forwarding_count)
+        if least >= result.forwarding_count:
+            return result
+        fewer = MeasurementResult(intended_duration=result.intended_duration, intended_load=result.intended_load,
+                                  offered_count=result.offered_count, forwarding_count=max(0, least),
+                                  offered_duration=result.offered_duration,
+                                  duration_with_overheads=result.duration_with_overheads,
+                                  intended_count=result.intended_count)
+        return DiscreteResult.with_load(result=fewer, load=result.discrete_load)
+
 
 def side_outcomes(goals: mlr.Goals, shared: SharedTrials, loads: mlr.LoadMap,
                   note: Callable[[str], None]) -> dict[str, list[mlr.GoalOutcome]]:
@@ -176,7 +198,7 @@ def side_outcomes(goals: mlr.Goals, shared: SharedTrials, loads: mlr.LoadMap,
     out = {}
     for side in SIDES:
         feed = SideFeed(side, shared, loads, note)
-        out[side] = mlr.run_controller(goals, feed, note=_prefixed(note, f"side {side}: "))
+        out[side] = mlr.run_controller(goals, feed, note=_prefixed(note, f"side {side}: "), hint=feed.hint)
     return out
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from MLRsearch import Config, GoalResult, MeasurementResult, MultipleLossRatioSearch, SearchGoal
@@ -136,14 +136,33 @@ def controller_config(goals: Goals, loads: LoadMap) -> Config:
 Bounds = tuple[float, object, object, object]  # (loss ratio, relevant lower, relevant upper, conditional)
 
 
+Hint = Callable[[DiscreteResult], DiscreteResult]
+
+
+@dataclass
+class HintedSearch(MultipleLossRatioSearch):  # type: ignore[misc]  # MLRsearch ships no types
+    """MLRsearch whose initial trials take their next load from `hint(result)` instead of the result itself.
+    Its initial trials pick each next load from the trial before: that trial's forwarding rate (MLRsearch's
+    `run_initial_trials`; how loads are chosen is the implementation's, draft-ietf-bmwg-mlrsearch). The
+    measurement database, hence every bound and the conditional throughput, keeps the measurer's own
+    result: the main loop reads only the database, never what `measure` returns."""
+
+    hint: Hint | None = field(default=None, repr=False, compare=False)
+
+    def measure(self, duration: float, load: DiscreteLoad) -> DiscreteResult:
+        result = super().measure(duration, load)
+        return result if self.hint is None else self.hint(result)
+
+
 def run_controller(goals: Goals, measurer: Measuring, *, note: Callable[[str], None],
-                   debug: Callable[[str], None] | None = None) -> list[GoalOutcome]:
+                   debug: Callable[[str], None] | None = None, hint: Hint | None = None) -> list[GoalOutcome]:
     """Run MLRsearch over `measurer` and return one outcome per tolerance (sorted). When the trial budget
     or the time limit ends the search early, the bounds of the measurements so far are returned (and
-    noted)."""
+    noted). `hint`: where the initial trials' loads come from (`HintedSearch`; None: each trial's own
+    forwarding rate, as MLRsearch does)."""
     loads = measurer.loads
     config = controller_config(goals, loads)
-    controller = MultipleLossRatioSearch(config=config)
+    controller = HintedSearch(config=config, hint=hint)
     raw: list[Bounds]
     try:
         results = controller.search(measurer=measurer, debug=debug or (lambda _m: None))
