@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from idsbench.errors import EnvironmentMissing
+
 
 def repo_root() -> Path:
     """The checkout this package runs from (where scripts/ lives)."""
@@ -104,3 +106,11 @@ def parse_build_stamp(text: str) -> SnortBuild:
             snort_build_s=int(values["snort_build_s"]), installed_bytes=int(values["installed_bytes"]))
     except KeyError as exc:
         raise ValueError(f"build stamp lacks {exc.args[0]}") from None
+
+
+def builds_pending_error(what: str) -> EnvironmentMissing:
+    """Refusal while IDSBENCH_BUILDS_PENDING=1: the builds are under way beside this process."""
+    return EnvironmentMissing(
+        f"{what} is not to be used while IDSBENCH_BUILDS_PENDING=1: the source builds are still running",
+        fix="wait for them (`make test` runs the tests that need a build after its builds; a test that "
+            "needs one carries the `builds` marker), or unset IDSBENCH_BUILDS_PENDING.")

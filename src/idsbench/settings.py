@@ -8,6 +8,10 @@
                       skipping; CI=true implies it
 - IDSBENCH_VM_IMAGE   a built VM guest image directory the vm setups boot instead of building their own
                       (the nested lab's outer VM hands its own image to the sensor VMs inside it)
+- IDSBENCH_BUILDS_PENDING
+                      1: the source builds (Suricata, Snort) are being made in the background; a built
+                      engine is refused instead of read half-made or built a second time (`make test` sets
+                      it for the tests that run beside the builds)
 """
 
 from __future__ import annotations
@@ -36,6 +40,11 @@ def strict() -> bool:
     """True when a test that cannot run must fail (CI, or IDSBENCH_STRICT=1)."""
     ci = os.environ.get("CI", "").lower() in ("1", "true", "yes")
     return ci or os.environ.get("IDSBENCH_STRICT", "") == "1"
+
+
+def builds_pending() -> bool:
+    """True while `make test` builds Suricata and Snort beside the tests that do not need them."""
+    return os.environ.get("IDSBENCH_BUILDS_PENDING", "") == "1"
 
 
 def vm_image() -> Path | None:

@@ -25,7 +25,7 @@ import pytest
 
 from tests.integration.conftest import PCAPS, TEST_PREFIX, unavailable
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.builds]  # Suricata 8.0.6 or Snort from source: after the builds
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gate"
 SOURCE = Path(__file__).resolve().parents[3] / "shared" / "src" / "suricata-8.0.6.tar.xz"

@@ -42,7 +42,7 @@ from tests.integration.conftest import unavailable
 from .conftest import PCAPS, RULES, TEST_PREFIX
 from .veth_pair import Wire, veth_pair
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.builds]  # Suricata 8.0.6 or Snort from source: after the builds
 
 REPO = Path(__file__).resolve().parents[2]
 PCAP = PCAPS / "nf_evidence02.pcap"  # 572 packets

@@ -40,7 +40,7 @@ from tests.integration.conftest import unavailable
 
 from .conftest import PCAPS, RULES, TEST_PREFIX
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.builds]  # Suricata 8.0.6 or Snort from source: after the builds
 
 TRACE = PCAPS / "zeek_dcerpc_mapi.pcap"  # 800 packets of SMB/DCE-RPC
 ET_OPEN = RULES / "et-open-2024-04-12.rules"

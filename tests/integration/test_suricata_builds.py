@@ -32,7 +32,7 @@ from tests.integration.conftest import unavailable
 
 from .conftest import PCAPS, RULES, TEST_PREFIX
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.builds]  # Suricata 8.0.6 or Snort from source: after the builds
 
 HTTP = PCAPS / "sv_base64-decode-5885.pcap"  # 1143 packets of HTTP: many ET rules are checked
 BUILD = "suricata@8.0.6"

@@ -29,7 +29,7 @@ from tests.integration.conftest import unavailable
 
 from .conftest import PCAPS, TEST_PREFIX
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.builds]  # Suricata 8.0.6 or Snort from source: after the builds
 
 TRACE = PCAPS / "nf_evidence02.pcap"  # 572 packets
 

@@ -270,3 +270,24 @@ def test_a_ruleset_without_one_category_keeps_every_other_line(tmp_path: Path) -
     out = tmp_path / "minus.rules"
     assert write_without_category(src, "gpl-netbios", out) == 2
     assert out.read_text().splitlines() == src.read_text().splitlines()[1:3]
+
+
+def test_a_finished_build_is_refused_while_the_builds_are_pending(monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path: Path) -> None:
+    """IDSBENCH_BUILDS_PENDING=1 (`make test` while its builds run): the Suricata and the Snort build are
+    refused by name, even finished ones, so no test uses one half-made or starts a second build of it; a
+    test that needs one must carry the `builds` marker. Without the variable the same stamp reads."""
+    from idsbench.sensors.snort.config import find_install
+
+    prefix = tmp_path / "8.0.6-profiling-abc"
+    prefix.mkdir()
+    (prefix / ".built").write_text(_stamp())
+    assert build.find_build(prefix) is not None
+    monkeypatch.setenv("IDSBENCH_BUILDS_PENDING", "1")
+    with pytest.raises(EnvironmentMissing, match="IDSBENCH_BUILDS_PENDING") as err:
+        build.find_build(prefix)
+    assert str(prefix) in str(err.value) and "`builds` marker" in (err.value.fix or "")
+    with pytest.raises(EnvironmentMissing, match="IDSBENCH_BUILDS_PENDING"):
+        ensure_build(EngineRef("suricata@8.0.6", "suricata", "8.0.6", tmp_path, frozenset()), prefix)
+    with pytest.raises(EnvironmentMissing, match="the Snort build at .* IDSBENCH_BUILDS_PENDING"):
+        find_install(tmp_path)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from idsbench import settings
-from idsbench.buildstamp import SnortBuild, parse_build_stamp
+from idsbench.buildstamp import SnortBuild, builds_pending_error, parse_build_stamp
 from idsbench.errors import EnvironmentMissing, SpecError
 
 SNORT_VERSION = "3.12.2.0"
@@ -95,6 +95,8 @@ class SnortInstall:
 def find_install(cache: Path | None = None) -> SnortInstall:
     """The Snort build `make snort` made (`<cache>/snort/current`); EnvironmentMissing if there is none."""
     current = (cache or settings.cache_dir()) / "snort" / "current"
+    if settings.builds_pending():
+        raise builds_pending_error(f"the Snort build at {current}")
     stamp = current / ".built"
     fix = "run `make snort` (scripts/build-snort.sh: builds Snort 3 and libdaq from ../shared/src, ~10 min)."
     try:

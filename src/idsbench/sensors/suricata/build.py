@@ -24,8 +24,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from idsbench import proc
-from idsbench.buildstamp import SuricataBuild, parse_stamp, repo_root
+from idsbench import proc, settings
+from idsbench.buildstamp import SuricataBuild, builds_pending_error, parse_stamp, repo_root
 from idsbench.errors import EnvironmentMissing, SpecError
 
 BASE = "suricata"
@@ -148,6 +148,8 @@ def prefix_of(ref: EngineRef) -> Path:
 
 
 def find_build(prefix: Path) -> SuricataBuild | None:
+    if settings.builds_pending():
+        raise builds_pending_error(f"the Suricata build at {prefix}")
     try:
         return parse_stamp(prefix, (prefix / ".built").read_text())
     except (OSError, ValueError):
