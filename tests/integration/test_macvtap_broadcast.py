@@ -3,16 +3,19 @@ broadcast and multicast frames to a work item on the receiving CPU — the sende
 as its own rx_dropped when full. A sender at SCHED_FIFO (as the native replayer runs) keeps that work item off
 its CPU, so with the kernel's default queue (1,000) a burst of broadcasts is mostly dropped before the sensor:
 the cause of the container-vtap duet samples that were not exact, with identical rx_dropped on both sides'
-lower veths (docs/duet.md). The macvtap `macvtap.create` makes holds the burst: every frame reaches it.
+lower veths (docs/duet.md). The macvtap `macvtap.create` makes has a queue longer than the burst (the kernel
+says so) and holds it: every frame reaches it.
 
 Needs root, ip, chrt and taskset; under CI=true anything missing fails. Takes ~2 s."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -40,9 +43,27 @@ def _counter(ns: str, ifname: str, name: str) -> int:
     return int(proc.run(["cat", f"/sys/class/net/{ifname}/statistics/{name}"], netns=ns).stdout)
 
 
-def _burst(td: TeardownStack, *, ours: bool) -> tuple[int, int]:
+def _settled(ns: str) -> tuple[int, int]:
+    """(lower rx_dropped, macvtap rx_packets) once the burst is all counted: the queued frames reach the
+    macvtap after the sender exits, when the work item gets the CPU, so a read right then can come early.
+    Read until every frame is counted one way or the other, or nothing changed for 2 s (10 s at most)."""
+    deadline = time.monotonic() + 10
+    last, still_since = None, time.monotonic()
+    while True:
+        now = (_counter(ns, "ibr0", "rx_dropped"), _counter(ns, "ibvt0", "rx_packets"))
+        if sum(now) >= BURST or time.monotonic() > deadline:
+            return now
+        if now != last:
+            last, still_since = now, time.monotonic()
+        elif time.monotonic() - still_since > 2:
+            return now
+        time.sleep(0.02)
+
+
+def _burst(td: TeardownStack, *, ours: bool) -> tuple[int, int, int]:
     """A wire with a passthru macvtap on its sensor end (ours, or one with the kernel's default queue), a burst
-    of broadcasts from a SCHED_FIFO sender pinned to one CPU; returns (lower rx_dropped, macvtap rx_packets)."""
+    of broadcasts from a SCHED_FIFO sender pinned to one CPU; returns (the queue length the kernel uses for
+    the lower device, its rx_dropped, the macvtap's rx_packets)."""
     ident = secrets.token_hex(3)
     snd, sen = f"{TEST_PREFIX}{ident}-snd", f"{TEST_PREFIX}{ident}-sen"
     add_netns(td, snd)
@@ -55,9 +76,10 @@ def _burst(td: TeardownStack, *, ours: bool) -> tuple[int, int]:
                   "passthru"])
         tap = macvtap.Macvtap("ibvt0", sen, 1500)
     macvtap.bring_up(tap)
+    info = json.loads(proc.run(["ip", "-n", sen, "-d", "-j", "link", "show", "ibvt0"]).stdout)[0]["linkinfo"]
     cpu = min(os.sched_getaffinity(0))
     proc.run(["chrt", "-f", "10", "taskset", "-c", str(cpu), sys.executable, "-c", SEND, "ibs0"], netns=snd)
-    return _counter(sen, "ibr0", "rx_dropped"), _counter(sen, "ibvt0", "rx_packets")
+    return (info["info_data"]["usedbcqueuelen"], *_settled(sen))
 
 
 def test_a_realtime_senders_broadcast_burst_reaches_the_macvtap_whole(tmp_path: Path) -> None:
@@ -67,10 +89,13 @@ def test_a_realtime_senders_broadcast_burst_reaches_the_macvtap_whole(tmp_path: 
     if missing:
         unavailable(f"missing programs: {', '.join(missing)} (run `make setup`)")
     with TeardownStack(state_dir=tmp_path) as td:
-        default_dropped, default_rx = _burst(td, ours=False)
-        dropped, rx = _burst(td, ours=True)
-    print(f"{BURST} broadcasts from a SCHED_FIFO sender: default queue {default_dropped} dropped at the lower veth, "
-          f"{default_rx} reached the macvtap; ours ({macvtap.BC_QUEUE_LEN}) {dropped} dropped, {rx} reached it")
-    assert default_dropped > 0 and default_dropped + default_rx == BURST, (default_dropped, default_rx)
+        default_len, default_dropped, default_rx = _burst(td, ours=False)
+        queue_len, dropped, rx = _burst(td, ours=True)
+    print(f"{BURST} broadcasts from a SCHED_FIFO sender: default queue ({default_len}) {default_dropped} dropped at "
+          f"the lower veth, {default_rx} reached the macvtap; ours ({queue_len}) {dropped} dropped, {rx} reached it")
+    # The default queue's overflow is printed, not asserted: whether the kernel's work item gets the sender's
+    # CPU during the burst is the scheduler's (alone here: 4,000 of 5,000 dropped; in CI #5's suite: none).
+    assert default_len < BURST <= queue_len == macvtap.BC_QUEUE_LEN, (default_len, queue_len)
+    assert default_dropped + default_rx == BURST, (default_dropped, default_rx)
     assert dropped == 0 and rx == BURST, (dropped, rx)
     assert not list(tmp_path.glob("*.json")), "resources left in the state file"

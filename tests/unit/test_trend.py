@@ -154,3 +154,23 @@ def test_pruned_grouping_equals_jumpavg_classify():
         runs = [[levels[sum(i >= c for c in cuts)] * (1 + rng.gauss(0, rng.choice([0.01, 0.03, 0.06])))
                  for _ in range(rng.choice([1, 3, 6]))] for i in range(n)]
         assert group_sizes(runs) == group_sizes(runs, prune_bits=None)
+
+
+def test_a_lone_first_point_of_a_new_level_starts_the_change_there():
+    """CI #5's series (sensor µs per packet, 3 samples per campaign): the costly rules from n5 on, whose first
+    campaign ran ~20% slower than the three after it. jumpavg groups [n1-n4], [n5], [n6-n8]; n5 alone is
+    `inconclusive` against n1-n4 (3 samples reach no 95% CI, a +271% step notwithstanding). It joins the
+    nearer neighbour, n6-n8, so the change is at n5 (it used to join n1-n4 and the change was put at n6); a
+    lone undecided point nearer the old level stays in it."""
+    from idsbench.analysis.trend import TrendPoint, segment_series
+
+    def points(levels: list[list[float]]) -> list[TrendPoint]:
+        return [TrendPoint(f"n{i + 1}", T0 + i, sorted(s)[1], None, tuple(s), {}) for i, s in enumerate(levels)]
+
+    old = [[22.0, 22.1, 23.0], [22.9, 23.0, 24.5], [22.6, 22.7, 23.5], [22.7, 22.7, 24.5]]
+    new = [[67.4, 70.1, 75.5], [69.5, 71.6, 73.6], [68.0, 69.7, 72.0]]
+    segs = segment_series(points(old + [[79.1, 84.6, 87.4]] + new), min_effect_pct=40)
+    assert [(s, e) for s, e, _ in segs] == [(0, 4), (4, 8)], segs
+    assert segs[1][2] is not None and segs[1][2].verdict == "higher"
+    segs = segment_series(points(old + [[30.0, 31.0, 33.0]] + new), min_effect_pct=40)
+    assert [(s, e) for s, e, _ in segs] == [(0, 5), (5, 8)], segs

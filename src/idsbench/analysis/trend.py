@@ -169,17 +169,36 @@ def _jumpavg_bounds(points: Sequence[TrendPoint]) -> list[int]:
 def segment_series(points: Sequence[TrendPoint], min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT
                    ) -> list[tuple[int, int, Effect | None]]:
     """[(start, end, effect vs the segment before)]: jumpavg's groups, merged where the effect-size
-    rules find no change."""
+    rules find no change. A group the rules cannot tell from the segment before (`inconclusive`: too few
+    samples for the level, however large the step) joins the neighbour whose median is nearer: a lone
+    first point after a step is part of the new level, not of the old one."""
     starts = _jumpavg_bounds(points) + [len(points)]
-    merged: list[tuple[int, int, Effect | None]] = [(starts[0], starts[1], None)]
-    for start, end in zip(starts[1:-1], starts[2:]):
+    groups = list(zip(starts[:-1], starts[1:]))
+    merged: list[tuple[int, int, Effect | None]] = [(groups[0][0], groups[0][1], None)]
+    pending: int | None = None  # the start of an undecided group carried into the next one
+    for i, (start, end) in enumerate(groups[1:], start=1):
+        start = start if pending is None else pending
+        pending = None
         prev_start, prev_end, prev_effect = merged[-1]
         e = effect(_pooled(points[prev_start:prev_end]), _pooled(points[start:end]), min_effect_pct=min_effect_pct)
         if e.verdict in ("higher", "lower"):
             merged.append((start, end, e))
+        elif e.verdict == "inconclusive" and i + 1 < len(groups) and _nearer_next(points, (prev_start, prev_end),
+                                                                                   (start, end), groups[i + 1]):
+            pending = start
         else:
             merged[-1] = (prev_start, end, prev_effect)
     return merged
+
+
+def _nearer_next(points: Sequence[TrendPoint], before: tuple[int, int], group: tuple[int, int],
+                 after: tuple[int, int]) -> bool:
+    """True when `group`'s median is nearer the next group's than the segment's before it."""
+    def mid(span: tuple[int, int]) -> float:
+        return median([p.value for p in points[span[0]:span[1]]]) or 0.0
+
+    m = mid(group)
+    return abs(mid(after) - m) < abs(m - mid(before))
 
 
 def _kind(key: str, e: Effect) -> Literal["regression", "progression"]:
