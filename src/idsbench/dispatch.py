@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from idsbench.probemodel import NoiseProbe
 from idsbench.run.campaign import CampaignResult
 from idsbench.run.campaign import run_campaign as run_here
 from idsbench.run.progress import Progress
@@ -17,10 +18,11 @@ from idsbench.spec import Spec
 def run_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progress: Progress | None = None,
                  state_dir: Path | None = None, cache_dir: Path | None = None, name_prefix: str | None = None,
                  deps: SampleDeps | None = None, become_password: str | None = None,
-                 require_quiet: bool = False) -> CampaignResult:
+                 require_quiet: bool = False, noise: NoiseProbe | None = None) -> CampaignResult:
     """`run.campaign.run_campaign` for a local spec (`deps`: its injectable parts), else the hosts
     campaign (`become_password`: the hosts' sudo password). `require_quiet`: refuse a noisy host
-    (the local runner's noise probe; hosts campaigns do not probe noise yet)."""
+    (the local runner's noise probe; hosts campaigns do not probe noise yet); `noise`: the local
+    runner's noise probe taken moments before by the caller, reused (a gate's rounds)."""
     if spec.hosts is not None:
         from idsbench.hosts.campaign import run_hosts_campaign  # ssh, agents: only for a spec with [hosts]
 
@@ -32,6 +34,7 @@ def run_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progress: P
 
         return run_duet_campaign(spec, out_dir, resume=resume, progress=progress, state_dir=state_dir,
                                  cache_dir=cache_dir, name_prefix=name_prefix,
-                                 deps=DuetDeps(sample=deps) if deps else None, require_quiet=require_quiet)
+                                 deps=DuetDeps(sample=deps) if deps else None, require_quiet=require_quiet,
+                                 noise=noise)
     return run_here(spec, out_dir, resume=resume, progress=progress, state_dir=state_dir, cache_dir=cache_dir,
-                    name_prefix=name_prefix, deps=deps, require_quiet=require_quiet)
+                    name_prefix=name_prefix, deps=deps, require_quiet=require_quiet, noise=noise)

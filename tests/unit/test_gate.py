@@ -16,7 +16,7 @@ from idsbench.gate import diffs
 from idsbench.gate.bisect import search
 from idsbench.gate.model import AADoc, AlertDoc, CounterDoc, EventDoc, GateDoc, ResourceDoc, SideDoc, TraceDoc, schema
 from idsbench.gate.outputs import read_doc, write_outputs
-from idsbench.gate.plan import GateOptions, arm_spec, rate_for, trace_label
+from idsbench.gate.plan import MAX_RATE_PPS, PROBE_PPS, GateOptions, arm_spec, rate_for, settled, trace_label
 from idsbench.gate.render import render
 from idsbench.gate.sides import check_distinct, identity, parse_side, prepare
 from idsbench.gate.verdict import exit_status, judge, next_round, overall
@@ -175,10 +175,45 @@ def test_arms_are_duet_specs_with_the_engines_as_the_side_axis(tmp_path: Path) -
     assert spec.samples == opts.planned_samples == 24 and opts.min_rounds == 3
     aa = arm_spec("gate-aa-mixed", ["suricata"], "builtin:mixed", 5000.0, opts)
     assert aa.sensor.engine == ["suricata"] and aa.traffic.rate[0].value == 5000.0
-    assert rate_for(10.0) == 30_000 / 1 or rate_for(10.0) == 20_000.0  # bounded at MAX_RATE_PPS
+    assert rate_for(10.0) == MAX_RATE_PPS == 20_000.0  # 30,000 pps for 0.3 CPU, bounded
     assert rate_for(60.0) == 5000.0 and rate_for(None) == 200.0 and rate_for(1e6) == 200.0
     with pytest.raises(SpecError, match="threshold"):
         GateOptions(threshold_pct=0).check()
+
+
+def test_the_load_probe_is_taken_again_at_the_load_it_gave(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The cost per packet at PROBE_PPS carries the sensor's housekeeping over few packets (26 µs at 1,000 pps,
+    9.7 at 11,470 measured here): the load is probed again where the first probe put it, and the gate runs at
+    what that second probe gives. Every probe after the first reuses the first one's noise probe."""
+    from idsbench.gate import run as gate_run
+
+    def cost_at(pps: float) -> float:  # µs a packet: 8 of work, 0.018 CPU of housekeeping spread over the packets
+        return 8.0 + 0.018e6 / pps
+
+    probes: list[tuple[float, tuple[str, ...], object]] = []
+
+    def probe_costs(spec, out, options, stream, noise):  # type: ignore[no-untyped-def]
+        probes.append((spec.traffic.rate[0].value, tuple(spec.traffic.trace_refs()), noise.probe))
+        noise.probe = noise.probe or "noise of the first probe"
+        return {ref: (None if "broken" in ref and len(probes) > 1 else cost_at(spec.traffic.rate[0].value))
+                for ref in spec.traffic.trace_refs()}
+
+    monkeypatch.setattr(gate_run, "_probe_costs", probe_costs)
+    traces = [("a", "/t/a.pcap", Path("/t/a.pcap")), ("broken", "/t/broken.pcap", Path("/t/broken.pcap"))]
+    lines: list[str] = []
+    rates = gate_run.probe_rates("suricata", traces, tmp_path / "probe", GateOptions(), lines.append, None,  # type: ignore[arg-type]
+                                 gate_run.HostNoise())
+    first = rate_for(cost_at(PROBE_PPS))  # 11,390 pps from 26 µs
+    assert probes[0] == (PROBE_PPS, ("/t/a.pcap", "/t/broken.pcap"), None)
+    assert probes[1] == (first, ("/t/a.pcap",), "noise of the first probe")
+    assert probes[2] == (first, ("/t/broken.pcap",), "noise of the first probe") and len(probes) == 3
+    assert rates == {"a": rate_for(cost_at(first)), "broken": first}
+    assert rates["a"] > 1.5 * first  # 0.3 CPU at the refined cost: 27,000 pps, bounded at MAX_RATE_PPS
+    assert any("kept (the probe at it measured no cost)" in line for line in lines), lines
+    assert settled(10_000, 11_000) and not settled(10_000, 13_000)
+    given = gate_run.probe_rates("suricata", traces, tmp_path / "p2", GateOptions(rate_pps=700.0), lines.append,
+                                 None, gate_run.HostNoise())  # type: ignore[arg-type]
+    assert given == {"a": 700.0, "broken": 700.0} and len(probes) == 3
 
 
 # --- outputs -----------------------------------------------------------------------------------------------

@@ -81,6 +81,13 @@ def test_a_noisy_host_is_a_warning_or_with_require_quiet_a_refusal(monkeypatch):
     monkeypatch.setattr(hostprobe, "measure_noise",
                         lambda cpus, piece_s: NoiseProbe(loop_cv=0.01, piece_s=piece_s, cpus=(1,)))
     assert hostprobe.quietness(0.05, [1], require_quiet=True)[1] == []
+    # a probe the caller took moments before (a gate's earlier round) is judged as it is, not measured again
+    asked.clear()
+    monkeypatch.setattr(hostprobe, "measure_noise", lambda cpus, piece_s: asked.append(piece_s) or loud)
+    reused, warnings = hostprobe.quietness(0.05, [1], require_quiet=False, measured=loud)
+    assert asked == [] and reused is loud and len(warnings) == 1 and "30.0% (CV)" in warnings[0]
+    with pytest.raises(NoisyHost):
+        hostprobe.quietness(0.05, [1], require_quiet=True, measured=loud)
 
 
 def test_the_trial_scale_is_the_trial_length_within_its_bounds():

@@ -29,18 +29,23 @@ from idsbench.gate import diffs, sides
 from idsbench.gate.model import AADoc, AlertDoc, CounterDoc, EventDoc, GateDoc, ResourceDoc, SideDoc, TraceDoc
 from idsbench.gate.offline import OfflineRead, read_offline
 from idsbench.gate.plan import (
+    PROBE_PPS,
+    REFINE_STEPS,
     ROUND_SAMPLES,
     GateOptions,
     arm_spec,
     probe_spec,
     rate_for,
+    settled,
     trace_label,
 )
 from idsbench.gate.verdict import Judgement, exit_status, judge, next_round, overall
+from idsbench.probemodel import NoiseProbe
 from idsbench.run.progress import Progress
 from idsbench.sensors.suricata.eve import scan_eve
+from idsbench.spec import Spec
 from idsbench.store.layout import CAMPAIGN_FILE, EVE_FILE, GATE_FILE
-from idsbench.store.reader import Campaign, load_campaign
+from idsbench.store.reader import Campaign, load_campaign, read_probe
 from idsbench.traffic.pcap import read_info
 from idsbench.traffic.resolve import resolve_trace
 
@@ -83,15 +88,32 @@ class Arm:
         return f"{self.kind}-{self.trace}"
 
 
-def _run_round(arm: Arm, options: GateOptions, log: Log, stream: TextIO) -> None:
+class HostNoise:
+    """The host's quietness probe (probe/noise.py, 6-12 s of busy loop) of the gate's first campaign, reused
+    by every later one: they start seconds apart, and a probe before each of a round's campaigns took a third
+    of its time (28 of 72 s, two campaigns a round)."""
+
+    def __init__(self) -> None:
+        self.probe: NoiseProbe | None = None
+
+    def keep(self, campaign_dir: Path) -> None:
+        if self.probe is None:
+            try:
+                self.probe = read_probe(campaign_dir).noise
+            except InputError:
+                pass
+
+
+def _run_round(arm: Arm, options: GateOptions, log: Log, stream: TextIO, noise: HostNoise) -> None:
     spec = arm_spec(f"gate-{arm.name}", arm.engines, arm.ref, arm.rate_pps, options)
     progress = _RoundProgress(options.planned_samples, ROUND_SAMPLES, stream)
     resume = (arm.out / CAMPAIGN_FILE).is_file()
     try:
         run_campaign(spec, arm.out, resume=resume, progress=progress, state_dir=options.state_dir,
-                     cache_dir=options.cache_dir, name_prefix=options.name_prefix)
+                     cache_dir=options.cache_dir, name_prefix=options.name_prefix, noise=noise.probe)
     except _RoundDone:
         pass
+    noise.keep(arm.out)
     bad = [f"{sid}: {status}" for sid, status in progress.ran if status != "ok"]
     arm.failures += bad
     if progress.ran and len(bad) == len(progress.ran):
@@ -228,24 +250,45 @@ def build_side(side: sides.Side, log: Log) -> sides.Identity:
 
 
 def probe_rates(base_engine: str, traces: list[tuple[str, str, Path]], out: Path, options: GateOptions,
-                log: Log, stream: TextIO) -> dict[str, float]:
-    """The load per trace: given (--rate), or PROBE_CPU_SHARE of a CPU at the base's probed cost."""
+                log: Log, stream: TextIO, noise: HostNoise) -> dict[str, float]:
+    """The load per trace: given (--rate), or PROBE_CPU_SHARE of a CPU at the base's probed cost — probed at
+    PROBE_PPS, then again at the load that gave until it settles (plan.REFINE_STEPS, plan.settled)."""
     if options.rate_pps is not None:
         return {label: float(options.rate_pps) for label, _, _ in traces}
-    spec = probe_spec(base_engine, [ref for _, ref, _ in traces], options)
-    run_campaign(spec, out, progress=Progress(len(traces), stream=stream, live=False), state_dir=options.state_dir,
-                 cache_dir=options.cache_dir, name_prefix=options.name_prefix)
-    campaign = load_campaign(out)
-    cost: dict[str, float | None] = {}
-    for s in campaign.samples:
-        if s.status == "ok" and s.summary.cost is not None:
-            cost[s.summary.trace.ref] = s.summary.cost.us_per_pkt
+    cost = _probe_costs(probe_spec(base_engine, [ref for _, ref, _ in traces], options), out, options, stream, noise)
     rates = {label: rate_for(cost.get(ref)) for label, ref, _ in traces}
     for label, ref, _ in traces:
         c = cost.get(ref)
-        log(f"gate: load for {label}: {rates[label]:,.0f} pps (base {c:.2f} µs/packet at the probe)" if c
+        log(f"gate: load for {label}: {rates[label]:,.0f} pps (base {c:.2f} µs/packet at {PROBE_PPS:,.0f} pps)" if c
             else f"gate: load for {label}: {rates[label]:,.0f} pps (the probe measured no cost: the lowest load)")
+    probed = {label: PROBE_PPS for label in rates}
+    for step in range(1, REFINE_STEPS + 1):
+        for label, ref, _ in traces:
+            if cost.get(ref) is None or settled(probed[label], rates[label]):
+                continue
+            at = rates[label]
+            spec = probe_spec(base_engine, [ref], options, rate_pps=at)
+            c = _probe_costs(spec, out.with_name(f"{out.name}-{label}-{step}"), options, stream, noise).get(ref)
+            if c is None:  # the sample at this load failed: keep the load the last good probe gave
+                log(f"gate: load for {label}: {at:,.0f} pps kept (the probe at it measured no cost)")
+                probed[label] = at
+                continue
+            probed[label], rates[label] = at, rate_for(c)
+            log(f"gate: load for {label}: {rates[label]:,.0f} pps (base {c:.2f} µs/packet at {at:,.0f} pps)")
     return rates
+
+
+def _probe_costs(spec: Spec, out: Path, options: GateOptions, stream: TextIO, noise: HostNoise) -> dict[str, float | None]:
+    """Run one probe campaign; the base's CPU per packet per trace reference (ok samples only)."""
+    run_campaign(spec, out, progress=Progress(len(spec.traffic.trace_refs()), stream=stream, live=False),
+                 state_dir=options.state_dir, cache_dir=options.cache_dir, name_prefix=options.name_prefix,
+                 noise=noise.probe)
+    noise.keep(out)
+    cost: dict[str, float | None] = {}
+    for s in load_campaign(out).samples:
+        if s.status == "ok" and s.summary.cost is not None:
+            cost[s.summary.trace.ref] = s.summary.cost.us_per_pkt
+    return cost
 
 
 def run_gate(base_text: str, head_text: str, out: Path, options: GateOptions, *, log: Log | None = None,
@@ -269,8 +312,10 @@ def run_gate(base_text: str, head_text: str, out: Path, options: GateOptions, *,
         base_id, head_id = build_side(base, say), build_side(head, say)
         offline = _offline_pass(base, head, traces, out / "offline", options, say) if options.offline else {}
         measuring = time.monotonic()  # the budget covers the measurement: the probe and the rounds
-        rates = probe_rates(base.engine, traces, out / CAMPAIGNS_DIR / "probe", options, say, stream)
-        run = _measure(base, head, base_id, head_id, traces, rates, offline, out, options, measuring, say, stream)
+        noise = HostNoise()
+        rates = probe_rates(base.engine, traces, out / CAMPAIGNS_DIR / "probe", options, say, stream, noise)
+        run = _measure(base, head, base_id, head_id, traces, rates, offline, out, options, measuring, say, stream,
+                       noise)
         run.doc = run.doc.model_copy(update={"wall_s": round(time.monotonic() - started, 1)})
         return run
     finally:
@@ -311,7 +356,7 @@ def _offline_pass(base: sides.Side, head: sides.Side, traces: list[tuple[str, st
 def _measure(base: sides.Side, head: sides.Side, base_id: sides.Identity, head_id: sides.Identity,
              traces: list[tuple[str, str, Path]], rates: dict[str, float],
              offline: dict[str, tuple[OfflineRead, OfflineRead]], out: Path, options: GateOptions,
-             started: float, log: Log, stream: TextIO) -> GateRun:
+             started: float, log: Log, stream: TextIO, noise: HostNoise) -> GateRun:
     camp = out / CAMPAIGNS_DIR
     heads = {label: Arm("head", label, ref, camp / f"head-{label}", [base.engine, head.engine], rates[label])
              for label, ref, _ in traces}
@@ -332,8 +377,8 @@ def _measure(base: sides.Side, head: sides.Side, base_id: sides.Identity, head_i
         aa_label = list(heads)[rounds % len(heads)]
         log(f"gate: round {rounds + 1}: {', '.join(decision.traces)} + A/A on {aa_label} ({decision.reason})")
         for label in decision.traces:
-            _run_round(heads[label], options, log, stream)
-        _run_round(aas[aa_label], options, log, stream)
+            _run_round(heads[label], options, log, stream, noise)
+        _run_round(aas[aa_label], options, log, stream, noise)
         if aa_label not in aa_used:
             aa_used.append(aa_label)
         rounds += 1

@@ -16,6 +16,7 @@ from types import FrameType
 
 from idsbench import settings
 from idsbench.errors import EnvironmentMissing, SpecError
+from idsbench.probemodel import NoiseProbe
 from idsbench.run.order import samples_in_order
 from idsbench.run.preflight import prepare_campaign
 from idsbench.run.progress import Progress
@@ -51,10 +52,12 @@ def signals_as_interrupt() -> Iterator[None]:
 
 def run_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progress: Progress | None = None,
                  state_dir: Path | None = None, cache_dir: Path | None = None,
-                 name_prefix: str | None = None, deps: SampleDeps | None = None, require_quiet: bool = False) -> CampaignResult:
+                 name_prefix: str | None = None, deps: SampleDeps | None = None, require_quiet: bool = False,
+                 noise: NoiseProbe | None = None) -> CampaignResult:
     """Run every pending sample of `spec` into `out_dir`. `name_prefix` starts every namespace
     name (default $IDSBENCH_PREFIX or "ib"), so tests can tell their resources apart. On
-    --resume, samples that are missing or not `ok` are run again; ok ones are kept.
+    --resume, samples that are missing or not `ok` are run again; ok ones are kept. `noise`: the host's
+    quietness probed by the caller moments before (run/hostprobe.quietness), reused.
     This machine only: a spec with [hosts] runs through `idsbench.dispatch.run_campaign`, which
     hands it to `idsbench.hosts.campaign` (the runner sits below the hosts package)."""
     if spec.hosts is not None:
@@ -65,7 +68,8 @@ def run_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progress: P
                         fix="call idsbench.dispatch.run_campaign (what `idsbench run` does).")
     with signals_as_interrupt():
         ctx, cases = prepare_campaign(spec, out_dir, resume=resume, state_dir=state_dir or settings.state_dir(),
-                                      cache_dir=cache_dir or settings.cache_dir(), require_quiet=require_quiet)
+                                      cache_dir=cache_dir or settings.cache_dir(), require_quiet=require_quiet,
+                                      noise=noise)
         ctx.name_prefix = name_prefix or settings.name_prefix()
         total = sum(len(c.samples) for c in cases)
         progress = progress or Progress(total)

@@ -36,11 +36,12 @@ def trial_seconds(cases: Sequence[Case], traces: Mapping[str, TraceRecord]) -> f
 
 
 def quietness(precision: float, sensor_cpus: list[int] | None, *, require_quiet: bool,
-              trial_s: float | None = None) -> tuple[NoiseProbe, list[str]]:
+              trial_s: float | None = None, measured: NoiseProbe | None = None) -> tuple[NoiseProbe, list[str]]:
     """The host's noise before a campaign at the time scale of its trials (`trial_s`; probe/noise.py:
     PIECES × the piece length, 6-12 s) and a warning naming each figure above `precision`; with
-    `require_quiet` a noisy host is refused (NoisyHost)."""
-    noise = measure_noise(sensor_cpus, piece_seconds(trial_s))
+    `require_quiet` a noisy host is refused (NoisyHost). `measured`: a probe the caller took moments
+    before (a gate's earlier campaign, seconds ago): judged as it is, not measured again."""
+    noise = measured or measure_noise(sensor_cpus, piece_seconds(trial_s))
     message = noise_warning(noise, precision)
     if message is None:
         return noise, []

@@ -18,6 +18,7 @@ from idsbench import bypass, capture
 from idsbench.campaign_settings import CampaignSettings, campaign_settings
 from idsbench.errors import EnvironmentMissing, InputError, SpecError
 from idsbench.plan import Case, axis_values, plan
+from idsbench.probemodel import NoiseProbe
 from idsbench.proc import require_program
 from idsbench.run.context import CampaignContext, options_key
 from idsbench.run.facts import engine_options, place_cpus
@@ -139,11 +140,11 @@ def rule_sources(settings: CampaignSettings, engine: SensorEngine, refs: Sequenc
 
 def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path,
                      cache_dir: Path, require_quiet: bool = False,
-                     search: bool = False) -> tuple[CampaignContext, list[Case]]:
+                     search: bool = False, noise: NoiseProbe | None = None) -> tuple[CampaignContext, list[Case]]:
     """Validate inputs, test the sensor config, create/verify the campaign directory. The host's
     quietness is probed once the traces are known, at the time scale of the trials (`search`: a
     search's trial length, search.trial_s; else the shortest replay), before any sensor starts
-    (`require_quiet`: a noisy host is refused)."""
+    (`require_quiet`: a noisy host is refused; `noise`: the caller's probe of moments before, reused)."""
     cases = plan(spec)
     settings = campaign_settings(spec)
     check_host()
@@ -158,7 +159,8 @@ def prepare_campaign(spec: Spec, out_dir: Path, *, resume: bool, state_dir: Path
     check_frames(settings, cases, traces)
     sensor_cpus = place_cpus(sorted(os.sched_getaffinity(0)), settings.setup.cpuset).sensor
     noise, noise_warnings = quietness(settings.search.precision, list(sensor_cpus), require_quiet=require_quiet,
-                                      trial_s=settings.search.trial_s if search else trial_seconds(cases, traces))
+                                      trial_s=settings.search.trial_s if search else trial_seconds(cases, traces),
+                                      measured=noise)
     rule_loads: dict[str, tuple[rulesets.RuleSetLoad, ...]] = {}
     for name in axis_values(cases, "engine"):
         engine = registry.engine(name)

@@ -22,6 +22,7 @@ from idsbench import settings
 from idsbench.analysis.stats import median, median_ci
 from idsbench.errors import SpecError
 from idsbench.plan import DuetPair, duet_pairs
+from idsbench.probemodel import NoiseProbe
 from idsbench.run.campaign import CampaignResult, disk_error, signals_as_interrupt
 from idsbench.run.context import CampaignContext
 from idsbench.run.duet.place import place
@@ -230,14 +231,16 @@ def plan_record(plan: DuetPlan, rates: Sequence[PairRate], calibration_s: float)
 def run_duet_campaign(spec: Spec, out_dir: Path, *, resume: bool = False, progress: Progress | None = None,
                       state_dir: Path | None = None, cache_dir: Path | None = None, name_prefix: str | None = None,
                       deps: DuetDeps | None = None, require_quiet: bool = False,
-                      clock: Callable[[], float] = time.monotonic) -> CampaignResult:
-    """Run every pending duet sample of `spec` into `out_dir` (this machine only)."""
+                      clock: Callable[[], float] = time.monotonic, noise: NoiseProbe | None = None) -> CampaignResult:
+    """Run every pending duet sample of `spec` into `out_dir` (this machine only); `noise`: as in
+    run.campaign.run_campaign."""
     if spec.mode != "duet":
         raise SpecError("run_duet_campaign runs mode = \"duet\" specs.", fix="call run.campaign.run_campaign.")
     deps = deps or DuetDeps()
     with signals_as_interrupt():
         ctx, cases = prepare_campaign(spec, out_dir, resume=resume, state_dir=state_dir or settings.state_dir(),
-                                      cache_dir=cache_dir or settings.cache_dir(), require_quiet=require_quiet)
+                                      cache_dir=cache_dir or settings.cache_dir(), require_quiet=require_quiet,
+                                      noise=noise)
         ctx.name_prefix = name_prefix or settings.name_prefix()
         pairs = duet_pairs(cases)
         progress = progress or Progress(len(pairs) * ctx.settings.samples)
