@@ -42,7 +42,7 @@ from idsbench.analysis.duet import duet_results
 from idsbench.analysis.stats import median, median_ci
 from idsbench.gate.bisect import bisect
 from idsbench.gate.outputs import write_outputs
-from idsbench.gate.plan import GateOptions
+from idsbench.gate.plan import DEFAULT_DURATION_S, GateOptions
 from idsbench.gate.run import run_gate
 from idsbench.sensors.suricata.build import parse_engine, prefix_of
 from idsbench.store.reader import load_campaign
@@ -323,7 +323,7 @@ def main() -> int:
     ap.add_argument("--traces", nargs="+", default=list(TRACES))
     ap.add_argument("--threshold", type=float, default=2.0)
     ap.add_argument("--budget", type=float, default=600.0)
-    ap.add_argument("--duration", type=float, default=5.0)
+    ap.add_argument("--duration", type=float, default=DEFAULT_DURATION_S)
     ap.add_argument("--same-runs", type=int, default=5)
     ap.add_argument("--offline-pkts", type=int, default=300_000)
     ap.add_argument("--offline-reps", type=int, default=6)

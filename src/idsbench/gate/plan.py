@@ -16,7 +16,10 @@ from idsbench.spec import Spec, spec_from_dict
 
 DEFAULT_THRESHOLD_PCT = 2.0
 DEFAULT_BUDGET_S = 900.0
-DEFAULT_DURATION_S = 5.0
+# Each sample's replay: the A/A spread falls as each side spends more CPU time a sample (docs/duet.md: ±4% at
+# 0.4 CPU-s, ±0.8% at 2.1); 8 s at 0.3 CPU is ~2.4 CPU-s a side. At 5 s and 0.19-0.26 CPU a side (the loads
+# bounded at 20,000 pps) the gate's noise floor was ±3.6% after 5 rounds of 3 traces.
+DEFAULT_DURATION_S = 8.0
 ROUND_SAMPLES = 2            # a round: one sample with a in slot 0, one swapped (the duet swaps by index)
 MAX_ROUNDS = 12
 PROBE_PPS = 1000.0
@@ -25,7 +28,7 @@ PROBE_DURATION_S = 2.0
 # of the sensor CPU under the two-CPU placement: 0.3 CPU leaves it 40% headroom), within the bounds below
 PROBE_CPU_SHARE = 0.3
 MIN_RATE_PPS = 200.0
-MAX_RATE_PPS = 20_000.0
+MAX_RATE_PPS = 30_000.0  # 0.3 CPU at 10 µs a packet (the bundled rules on most captures here)
 # A sensor's cost per packet at PROBE_PPS includes its housekeeping spread over few packets: measured with the
 # bundled rules on tcpreplay_test, 26 µs at 1,000 pps, 9.5-10 µs at the 11,470 pps that gave, where each side
 # then used 0.11 CPU, not 0.3 (and the A/A arm's samples spread ±9%). So the probe is taken again at the load
