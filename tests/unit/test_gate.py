@@ -13,13 +13,13 @@ import pytest
 from idsbench.cli.main import main
 from idsbench.errors import InputError, SpecError
 from idsbench.gate import diffs
-from idsbench.gate.bisect import search
+from idsbench.gate.bisect import search, side_of
 from idsbench.gate.model import AADoc, AlertDoc, CounterDoc, EventDoc, GateDoc, ResourceDoc, SideDoc, TraceDoc, schema
 from idsbench.gate.outputs import read_doc, write_outputs
 from idsbench.gate.plan import MAX_RATE_PPS, PROBE_PPS, GateOptions, arm_spec, rate_for, settled, trace_label
 from idsbench.gate.render import render
 from idsbench.gate.sides import check_distinct, identity, parse_side, prepare
-from idsbench.gate.verdict import exit_status, judge, next_round, overall
+from idsbench.gate.verdict import exit_status, judge, next_round, overall, placed
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "docs" / "gate.schema.json"
@@ -285,6 +285,27 @@ def test_bisect_finds_the_first_commit_that_differs() -> None:
     found, (lo, hi) = search(commits, lambda c: "unknown" if c == "c3" else judge_commit(c), "regression")
     assert found is None and (lo, hi) == (2, 4)  # c2 same, c4 differs, c3 unknown: the range stays open
     assert search(["only"], judge_commit, "regression") == (0, (-1, 0))
+
+
+def test_an_unknown_bisect_step_is_placed_by_its_ci_against_half_of_bads_effect() -> None:
+    """Measured: a commit without the cost, +0.37% [-2.66, +1.79] after 9 rounds (`unknown` at ±2%) against
+    BAD's +28.2%, ended the search; it is GOOD's side of +14.1%. A CI holding the midpoint stays unknown."""
+    assert side_of("unknown", (-2.66, 1.79), "regression", 28.2) == "same"
+    assert side_of("unknown", (15.0, 40.0), "regression", 28.2) == "regression"
+    assert side_of("unknown", (5.0, 20.0), "regression", 28.2) == "unknown"
+    assert side_of("unknown", (-3.0, 1.0), "improvement", -20.0) == "same"
+    assert side_of("unknown", (-30.0, -12.0), "improvement", -20.0) == "improvement"
+    assert side_of("regression", (3.0, 9.0), "regression", 28.2) == "regression"  # the gate's verdict decides
+    assert side_of("same", None, "regression", 28.2) == "same"
+    assert side_of("unknown", None, "regression", 28.2) == side_of("unknown", (0.0, 1.0), "regression", None) \
+        == "unknown"
+    # the step's gate stops once its CI is clear of the midpoint, with the samples a verdict needs
+    near = judge([1.0, 1.03, 0.97, 1.01, 0.99, 1.025], 2.0)
+    assert near.verdict == "unknown" and placed(near, 14.1) and not placed(near, 1.0) and not placed(near, None)
+    assert not placed(judge([1.0, 1.03, 0.97], 2.0), 14.1)  # 3 samples: no verdict yet
+    kw = {"min_rounds": 3, "max_rounds": 12, "elapsed_s": 100.0, "budget_s": 600.0, "round_s": 30.0}
+    assert next_round({"a": near}, 3, **kw).go  # type: ignore[arg-type]
+    assert not next_round({"a": near}, 3, decide_at_pct=14.1, **kw).go  # type: ignore[arg-type]
 
 
 # --- the CLI's refusals: exit 3, nothing written -----------------------------------------------------------

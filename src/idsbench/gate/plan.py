@@ -57,6 +57,7 @@ class GateOptions:
     state_dir: Path | None = None
     cache_dir: Path | None = None
     extra_notes: tuple[str, ...] = field(default=())
+    decide_at_pct: float | None = None      # bisect steps: a trace also settles once its CI is clear of this
 
     def check(self) -> None:
         if not self.threshold_pct > 0:

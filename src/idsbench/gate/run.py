@@ -369,7 +369,8 @@ def _measure(base: sides.Side, head: sides.Side, base_id: sides.Identity, head_i
     aa_used: list[str] = []
     while True:
         decision = next_round(judged, rounds, min_rounds=options.min_rounds, max_rounds=options.max_rounds,
-                              elapsed_s=time.monotonic() - started, budget_s=options.budget_s, round_s=round_s)
+                              elapsed_s=time.monotonic() - started, budget_s=options.budget_s, round_s=round_s,
+                              decide_at_pct=options.decide_at_pct)
         if not decision.go:
             log(f"gate: stopped after {rounds} round(s): {decision.reason}")
             break

@@ -130,12 +130,22 @@ class RoundDecision:
     reason: str
 
 
+def placed(j: Judgement, effect_pct: float | None) -> bool:
+    """Whether a judgement's CI lies wholly on one side of `effect_pct` (a bisect step against half of BAD's
+    effect, gate/bisect.py), with the samples a verdict needs; False without such an effect."""
+    ci = j.ci_pct
+    return effect_pct is not None and ci is not None and j.samples >= MIN_SAMPLES and \
+        not ci[0] <= effect_pct <= ci[1]
+
+
 def next_round(judged: dict[str, Judgement], rounds_done: int, *, min_rounds: int, max_rounds: int,
-               elapsed_s: float, budget_s: float, round_s: float | None) -> RoundDecision:
+               elapsed_s: float, budget_s: float, round_s: float | None,
+               decide_at_pct: float | None = None) -> RoundDecision:
     """Whether another round runs, and for which traces: every trace until `min_rounds`, then the
-    unsettled ones; none when all are settled, `max_rounds` ran, or the next round (as long as the
-    last, `round_s`) would end after the budget."""
-    pending = tuple(t for t, j in judged.items() if rounds_done < min_rounds or not j.settled)
+    unsettled ones (`decide_at_pct`: also settled once `placed` against it); none when all are settled,
+    `max_rounds` ran, or the next round (as long as the last, `round_s`) would end after the budget."""
+    pending = tuple(t for t, j in judged.items()
+                    if rounds_done < min_rounds or not (j.settled or placed(j, decide_at_pct)))
     if not pending:
         return RoundDecision(False, (), "every trace is settled")
     if rounds_done >= max_rounds:
