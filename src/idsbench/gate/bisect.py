@@ -25,6 +25,7 @@ from idsbench.errors import InputError
 from idsbench.gate.plan import GateOptions
 from idsbench.gate.run import GateRun, run_gate
 from idsbench.gate.sides import resolve_commit
+from idsbench.gate.verdict import side_of_value
 
 CAVEAT = ("a culprit needs a human to confirm: code layout alone can move a build's cost by about 1%, so rerun "
           "`idsbench gate` on the commit and its parent, and read the change, before blaming it")
@@ -98,12 +99,8 @@ def side_of(verdict: str, ci_pct: tuple[float, float] | None, direction: str, ba
         return verdict
     if ci_pct is None or bad_effect_pct is None:
         return "unknown"
-    half, (lo, hi) = bad_effect_pct / 2.0, ci_pct
-    if (direction == "regression" and hi < half) or (direction == "improvement" and lo > half):
-        return "same"
-    if (direction == "regression" and lo > half) or (direction == "improvement" and hi < half):
-        return direction
-    return "unknown"
+    side, bad_side = side_of_value(ci_pct, bad_effect_pct / 2.0), 1 if direction == "regression" else -1
+    return direction if side == bad_side else ("same" if side == -bad_side else "unknown")
 
 
 def bisect(repo: Path, good: str, bad: str, out: Path, options: GateOptions,

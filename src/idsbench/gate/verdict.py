@@ -130,12 +130,17 @@ class RoundDecision:
     reason: str
 
 
+def side_of_value(ci: tuple[float, float], value: float) -> int:
+    """-1 when the CI lies wholly below `value`, +1 wholly above, 0 when it holds it."""
+    return -1 if ci[1] < value else (1 if ci[0] > value else 0)
+
+
 def placed(j: Judgement, effect_pct: float | None) -> bool:
     """Whether a judgement's CI lies wholly on one side of `effect_pct` (a bisect step against half of BAD's
     effect, gate/bisect.py), with the samples a verdict needs; False without such an effect."""
     ci = j.ci_pct
     return effect_pct is not None and ci is not None and j.samples >= MIN_SAMPLES and \
-        not ci[0] <= effect_pct <= ci[1]
+        side_of_value(ci, effect_pct) != 0
 
 
 def next_round(judged: dict[str, Judgement], rounds_done: int, *, min_rounds: int, max_rounds: int,
